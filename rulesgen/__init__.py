@@ -1,0 +1,1 @@
+"""rulesgen: Prometheus/VictoriaMetrics rules and Grafana dashboards for NVIDIA GPU failure modes."""

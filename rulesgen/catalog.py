@@ -1,0 +1,221 @@
+"""Load catalog/*.yaml into a validated, frozen Catalog (all errors reported at once)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import Collector, RulesgenError
+from .fields import Fields, did_you_mean
+from .model import (ACTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, Catalog, FailureMode,
+                    GpuModel, Metric, Runbook, Signal, Threshold, Xid)
+from .yamlsource import load_file
+
+CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
+RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
+LEVELS = ("gpu", "node", "job", "fleet", "model")
+METRIC_TOKEN = re.compile(r"\bDCGM_(?:FI|EXP)_[A-Z0-9_]+\b")
+
+
+def bundled_catalog_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "catalog"
+
+
+def load_catalog(directory: Path) -> Catalog:
+    errors = Collector()
+    docs = {}
+    problems = []
+    for name in CATALOG_FILES:
+        try:
+            docs[name] = load_file(directory / name, str(directory / name))
+        except RulesgenError as exc:
+            problems.extend(exc.diagnostics)
+    if problems:
+        raise RulesgenError(problems)
+
+    metrics = _metrics(docs["metrics.yaml"], errors)
+    known_metrics = {n for m in metrics for n in m.names}
+    signals = _signals(docs["signals.yaml"], errors, known_metrics)
+    xids = _xids(docs["xid.yaml"], errors)
+    default, models = _gpu_models(docs["gpu_models.yaml"], errors)
+    modes = _failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
+    errors.raise_if_any()
+    return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
+                   gpu_default=default, gpu_models=tuple(models))
+
+
+def _top_list(doc, key, errors, what):
+    top = Fields(doc, errors, what)
+    items, wheres = top.list(key, required=True)
+    top.done()
+    return items, wheres
+
+
+def _metrics(doc, errors):
+    items, wheres = _top_list(doc, "metrics", errors, "metrics.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "metric", fallback=w)
+        name = f.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
+        m = Metric(
+            name=name or "?",
+            field_id=f.num("field_id", integer=True, minimum=0),
+            type=f.str("type", required=True, choices=("gauge", "counter", "label")) or "gauge",
+            unit=f.str("unit", required=True) or "",
+            grafana_unit=f.str("grafana_unit", required=True) or "short",
+            help=f.str("help", required=True) or "",
+            profiling=bool(f.bool("profiling", required=True)),
+            default_enabled=bool(f.bool("default_enabled", required=True)),
+            aliases=tuple(f.str_list("aliases")),
+            exporter_1x_name=f.str("exporter_1x_name"),
+            valid_max=float(f.num("valid_max", default=9.0e18, minimum=1)),
+            description=f.str("description", default="") or "",
+            where=f.where,
+        )
+        f.done()
+        for n in m.names:
+            if n in seen:
+                errors.add(f.at("name"), "duplicate-id", f"metric name {n!r} already defined on line {seen[n].line}")
+            else:
+                seen[n] = f.at("name")
+        out.append(m)
+    return out
+
+
+def _signals(doc, errors, known_metrics):
+    items, wheres = _top_list(doc, "signals", errors, "signals.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "signal", fallback=w)
+        record = f.str("record", required=True) or "?"
+        if record != "?" and not RECORD_NAME.match(record):
+            errors.add(f.at("record"), "bad-name",
+                       f"recording rule name {record!r} must follow level:metric:operations with level one of {', '.join(LEVELS)}")
+        if record in seen:
+            errors.add(f.at("record"), "duplicate-id", f"signal {record!r} already defined on line {seen[record].line}")
+        seen[record] = f.at("record")
+        expr = f.str("expr", required=True) or ""
+        used = tuple(sorted(set(METRIC_TOKEN.findall(expr))))
+        for name in used:
+            if name not in known_metrics:
+                errors.add(f.at("expr"), "unknown-metric",
+                           f"signal {record}: expression names unknown metric {name!r}{did_you_mean(name, known_metrics)}")
+        out.append(Signal(record=record, level=record.split(":")[0], expr=expr, unit=f.str("unit", required=True) or "short",
+                          description=f.str("description", required=True) or "", metrics=used, where=f.at("expr")))
+        f.done()
+    return out
+
+
+def _xids(doc, errors):
+    items, wheres = _top_list(doc, "xids", errors, "xid.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "xid", fallback=w)
+        code = f.num("code", required=True, integer=True, minimum=1)
+        if code in seen:
+            errors.add(f.at("code"), "duplicate-id", f"XID {code} already defined on line {seen[code].line}")
+        seen[code] = f.at("code")
+        out.append(Xid(code=code or 0, name=f.str("name", required=True) or "", mnemonic=f.str("mnemonic"),
+                       nvidia_action=f.str("nvidia_action"),
+                       dcgm_health=f.str("dcgm_health", default="none", choices=("fail", "warn", "none")) or "none",
+                       xid_class=f.str("class", required=True, choices=XID_CLASSES) or "investigate",
+                       source=f.str("source", required=True) or ""))
+        f.done()
+    return out
+
+
+def _gpu_model(node, errors, where, keys, is_default):
+    what = "gpu_models.default" if is_default else "gpu model"
+    f = Fields(node, errors, what, fallback=where)
+    model_id = "default" if is_default else (f.str("id", required=True, pattern=r"[a-z0-9_]+") or "?")
+    name = f.str("name", required=True) or ""
+    match = None if is_default else f.str("match", required=True)
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            errors.add(f.at("match"), "bad-regex", f"gpu model {model_id}: match {match!r} is not a valid regex: {exc}")
+    source = f.str("source", required=True) or ""
+    limits = []
+    for key in (keys if keys is not None else [k for k in f.node if k not in ("id", "name", "match", "source")]):
+        value = f.num(key, required=True)
+        limits.append((key, float(value) if value is not None else 0.0))
+    f.done()
+    return GpuModel(id=model_id, name=name, match=match, limits=tuple(limits), source=source)
+
+
+def _gpu_models(doc, errors):
+    top = Fields(doc, errors, "gpu_models.yaml")
+    default = _gpu_model(top.mapping("default", required=True), errors, top.where, None, True)
+    keys = [k for k, _ in default.limits]
+    items, wheres = top.list("models", required=True)
+    models, seen = [], {}
+    for item, w in zip(items, wheres):
+        model = _gpu_model(item, errors, w, keys, False)
+        if model.id in seen:
+            errors.add(w, "duplicate-id", f"gpu model {model.id!r} already defined on line {seen[model.id].line}")
+        seen[model.id] = w
+        models.append(model)
+    top.done()
+    return default, models
+
+
+def _failure_modes(doc, errors, known_metrics, profiling_metrics):
+    items, wheres = _top_list(doc, "failure_modes", errors, "failure_modes.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "failure mode", fallback=w)
+        fm_id = f.str("id", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        if fm_id in seen:
+            errors.add(f.at("id"), "duplicate-id", f"failure mode {fm_id!r} already defined on line {seen[fm_id].line}")
+        seen[fm_id] = f.at("id")
+        metric_items, metric_wheres = f.list("metrics", required=True)
+        metrics = []
+        for mi, mw in zip(metric_items, metric_wheres):
+            if not isinstance(mi, str):
+                errors.add(mw, "bad-type", f"failure mode {fm_id}: metrics items must be metric names")
+            elif mi not in known_metrics:
+                errors.add(mw, "unknown-metric", f"failure mode {fm_id}: unknown metric {mi!r}{did_you_mean(mi, known_metrics)}")
+            else:
+                metrics.append(mi)
+        thresholds = []
+        t_items, t_wheres = f.list("thresholds")
+        tnames = set()
+        for ti, tw in zip(t_items, t_wheres):
+            tf = Fields(ti, errors, f"failure mode {fm_id} threshold", fallback=tw)
+            name = tf.str("name", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+            if name in tnames:
+                errors.add(tf.at("name"), "duplicate-id", f"failure mode {fm_id}: threshold {name!r} defined twice")
+            tnames.add(name)
+            thresholds.append(Threshold(name=name, value=tf.num("value", required=True, default=0),
+                                        unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
+                                        description=tf.str("description", default="") or ""))
+            tf.done()
+        alerts = []
+        a_items, a_wheres = f.list("alerts", required=True)
+        severities = set()
+        for ai, aw in zip(a_items, a_wheres):
+            af = Fields(ai, errors, f"failure mode {fm_id} alert", fallback=aw)
+            sev = af.str("severity", required=True, choices=SEVERITIES) or "warning"
+            if sev in severities:
+                errors.add(af.at("severity"), "duplicate-severity",
+                           f"failure mode {fm_id}: more than one alert with severity {sev!r} (combine them with 'or')")
+            severities.add(sev)
+            alerts.append(AlertSpec(severity=sev, action=af.str("action", required=True, choices=ACTIONS) or "investigate",
+                                    for_seconds=af.duration("for", required=True, default=0),
+                                    expr=af.str("expr", required=True) or "",
+                                    summary=af.str("summary", required=True) or "",
+                                    description=af.str("description", required=True) or "", where=af.at("expr")))
+            af.done()
+        if not a_items and f.has("alerts"):
+            errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")
+        rb = Fields(f.mapping("runbook", required=True), errors, f"failure mode {fm_id} runbook")
+        runbook = Runbook(check=tuple(rb.str_list("check", required=True)), act=tuple(rb.str_list("do", required=True)))
+        rb.done()
+        out.append(FailureMode(
+            id=fm_id, title=f.str("title", required=True) or "", group=f.str("group", required=True, choices=GROUPS) or "health",
+            scope=f.str("scope", required=True, choices=SCOPES) or "gpu", summary=f.str("summary", required=True) or "",
+            meaning=f.str("meaning", required=True) or "", why=f.str("why", required=True) or "",
+            metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
+            needs_profiling=any(m in profiling_metrics for m in metrics), where=f.at("id")))
+        f.done()
+    return out

@@ -1,0 +1,62 @@
+"""Every generated name lives here: alerts, groups, files, recording rules, uids and URLs."""
+from __future__ import annotations
+
+import hashlib
+
+ALERT_PREFIX = "GPU"
+GROUP_PREFIX = "rulesgen"
+
+# Dashboards each failure-mode group links to (issue: dashboards by failure mode).
+GROUP_DASHBOARD = {"health": "gpu-health", "efficiency": "gpu-performance", "baselines": "gpu-baselines",
+                   "fleet": "gpu-fleet-overview"}
+
+
+def camel(identifier: str) -> str:
+    words = identifier.split("_")
+    special = {"ecc": "ECC", "xid": "XID", "pcie": "PCIe", "nvlink": "NVLink", "gpu": "GPU", "fb": "FB"}
+    return "".join(special.get(w, w.capitalize()) for w in words)
+
+
+def alert_name(failure_mode_id: str, severity: str, severities_in_mode: int) -> str:
+    """One alert per failure mode and severity: GPUEccUncorrectable, GPUXidErrorCritical ..."""
+    base = camel(failure_mode_id)
+    if base.startswith(ALERT_PREFIX):
+        base = base[len(ALERT_PREFIX):]
+    name = f"{ALERT_PREFIX}{base}"
+    return name + severity.capitalize() if severities_in_mode > 1 else name
+
+
+def recording_group(level: str) -> str:
+    return f"{GROUP_PREFIX}-{level}-signals"
+
+
+def alert_group(group: str) -> str:
+    return f"{GROUP_PREFIX}-{group}-alerts"
+
+
+def rule_file(kind: str) -> str:
+    return f"alerts/prometheus/{kind}.yaml"
+
+
+def limit_record(key: str) -> str:
+    """Per-GPU model limit, e.g. gpu:dcgm_limit_gpu_slowdown_temp_c:value."""
+    return f"gpu:dcgm_limit_{key}:value"
+
+
+def stable_uid(dashboard_id: str) -> str:
+    return "rg-" + hashlib.sha256(dashboard_id.encode()).hexdigest()[:12]
+
+
+def runbook_url(base: str, failure_mode_id: str) -> str:
+    return base.rstrip("/") + "/" + failure_mode_id.replace("_", "-") + ".md"
+
+
+def dashboard_url(base: str, group: str, host_label: str, panel_id: int | None = None) -> str:
+    dash = GROUP_DASHBOARD[group]
+    url = f"{base.rstrip('/')}/d/{stable_uid(dash)}/{dash}"
+    params = []
+    if panel_id is not None:
+        params.append(f"viewPanel={panel_id}")
+    params.append(f"var-{host_label}={{{{ $labels.{host_label} }}}}")
+    params.append("var-gpu={{ $labels.gpu }}")
+    return url + "?" + "&".join(params)

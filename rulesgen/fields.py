@@ -1,0 +1,183 @@
+"""Typed access to one YAML mapping, reporting every problem with its position.
+
+Each loader reads the keys it knows through a `Fields` object and calls `done()`, which
+reports the keys nobody asked for as unknown (with a did-you-mean).
+"""
+from __future__ import annotations
+
+import difflib
+import re
+
+from .errors import Collector, Where
+from .yamlsource import Node, NodeList, where_of
+
+_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
+
+
+def parse_duration(text: str) -> int | None:
+    """Prometheus duration (e.g. 1h30m, 90s, 0s) -> seconds; None when malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    m = _DURATION.match(text)
+    if not m or not any(m.groups()):
+        return None
+    d, h, mi, s, ms = (int(g) if g else 0 for g in m.groups())
+    if ms:
+        return None  # sub-second durations make no sense for rule files
+    return d * 86400 + h * 3600 + mi * 60 + s
+
+
+def format_duration(seconds: int) -> str:
+    if seconds == 0:
+        return "0s"
+    out = ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            out += f"{seconds // size}{unit}"
+            seconds %= size
+    return out
+
+
+class Fields:
+    def __init__(self, node, errors: Collector, what: str, fallback: Where | None = None):
+        self.errors = errors
+        self.what = what
+        self.seen: set[str] = set()
+        if isinstance(node, Node):
+            self.node = node
+            self.ok = True
+        else:
+            self.node = Node()
+            self.node.where = getattr(node, "where", fallback or Where("<unknown>"))
+            self.node.key_where = {}
+            self.ok = node is None
+            if node is not None:
+                errors.add(self.node.where if fallback is None else fallback, "bad-type",
+                           f"{what} must be a mapping, got {type(node).__name__}")
+
+    @property
+    def where(self) -> Where:
+        return self.node.where
+
+    def at(self, key: str) -> Where:
+        return where_of(self.node, key)
+
+    def has(self, key: str) -> bool:
+        return key in self.node
+
+    def _get(self, key, required, default):
+        self.seen.add(key)
+        if key not in self.node:
+            if required:
+                self.errors.add(self.where, "missing-key", f"{self.what}: missing required key {key!r}")
+            return default, False
+        return self.node[key], True
+
+    def raw(self, key, required=False, default=None):
+        value, _ = self._get(key, required, default)
+        return value
+
+    def str(self, key, required=False, default=None, choices=None, pattern=None):
+        value, present = self._get(key, required, default)
+        if not present:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            self.errors.add(self.at(key), "bad-type", f"{self.what}.{key} must be a string, got {type(value).__name__}")
+            return default
+        value = str(value)
+        if choices is not None and value not in choices:
+            hint = _did_you_mean(value, choices)
+            self.errors.add(self.at(key), "bad-value",
+                            f"{self.what}.{key} must be one of {', '.join(sorted(choices))}, got {value!r}{hint}")
+            return default
+        if pattern is not None and not re.fullmatch(pattern, value):
+            self.errors.add(self.at(key), "bad-value", f"{self.what}.{key}: {value!r} does not match {pattern}")
+            return default
+        return value
+
+    def num(self, key, required=False, default=None, minimum=None, maximum=None, integer=False):
+        value, present = self._get(key, required, default)
+        if not present:
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+            kind = "an integer" if integer else "a number"
+            self.errors.add(self.at(key), "bad-type", f"{self.what}.{key} must be {kind}, got {value!r}")
+            return default
+        if value != value or value in (float("inf"), float("-inf")):
+            self.errors.add(self.at(key), "bad-value", f"{self.what}.{key} must be finite, got {value!r}")
+            return default
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            self.errors.add(self.at(key), "bad-value",
+                            f"{self.what}.{key} must be within [{minimum}, {maximum}], got {value!r}")
+            return default
+        return value
+
+    def bool(self, key, required=False, default=None):
+        value, present = self._get(key, required, default)
+        if present and not isinstance(value, bool):
+            self.errors.add(self.at(key), "bad-type", f"{self.what}.{key} must be true or false, got {value!r}")
+            return default
+        return value
+
+    def duration(self, key, required=False, default=None):
+        """Duration in seconds."""
+        value, present = self._get(key, required, default)
+        if not present:
+            return value
+        seconds = parse_duration(value) if isinstance(value, str) else None
+        if seconds is None:
+            self.errors.add(self.at(key), "bad-duration",
+                            f"{self.what}.{key}: {value!r} is not a duration like 30s, 5m, 1h30m")
+            return default
+        return seconds
+
+    def list(self, key, required=False):
+        """Returns (items, positions); an empty list when absent or malformed."""
+        value, present = self._get(key, required, None)
+        if not present or value is None:
+            return [], []
+        if not isinstance(value, NodeList):
+            self.errors.add(self.at(key), "bad-type", f"{self.what}.{key} must be a list, got {type(value).__name__}")
+            return [], []
+        return list(value), list(value.item_where)
+
+    def str_list(self, key, required=False):
+        items, wheres = self.list(key, required)
+        out = []
+        for item, w in zip(items, wheres):
+            if isinstance(item, bool) or not isinstance(item, (str, int)):
+                self.errors.add(w, "bad-type", f"{self.what}.{key} items must be strings, got {item!r}")
+            else:
+                out.append(str(item))
+        return out
+
+    def mapping(self, key, required=False):
+        value, present = self._get(key, required, None)
+        if not present or value is None:
+            empty = Node()
+            empty.where = self.at(key) if present else self.where
+            empty.key_where = {}
+            return empty
+        if not isinstance(value, Node):
+            self.errors.add(self.at(key), "bad-type", f"{self.what}.{key} must be a mapping, got {type(value).__name__}")
+            empty = Node()
+            empty.where = self.at(key)
+            empty.key_where = {}
+            return empty
+        return value
+
+    def done(self) -> None:
+        known = sorted(self.seen)
+        for key in self.node:
+            if key not in self.seen:
+                self.errors.add(self.at(key), "unknown-key",
+                                f"{self.what}: unknown key {key!r}{_did_you_mean(key, known)}")
+
+
+def _did_you_mean(word: str, options) -> str:
+    close = difflib.get_close_matches(str(word), list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def did_you_mean(word: str, options) -> str:
+    return _did_you_mean(word, options)

@@ -1,0 +1,156 @@
+"""The validated catalog: frozen dataclasses. Nothing after loading sees a raw dict."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import Where
+
+SEVERITIES = ("critical", "warning", "info")
+ACTIONS = ("drain", "investigate", "optimize")
+GROUPS = ("health", "efficiency", "baselines", "fleet")
+SCOPES = ("gpu", "node", "fleet")
+XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
+# How an XID class maps to severity and action: drain only where NVIDIA says reset, reboot or RMA.
+XID_CLASS_SEVERITY = {
+    "application": ("info", "investigate"),
+    "investigate": ("warning", "investigate"),
+    "reset": ("critical", "drain"),
+    "reboot": ("critical", "drain"),
+    "rma": ("critical", "drain"),
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    type: str  # gauge | counter | label
+    unit: str
+    grafana_unit: str
+    help: str
+    profiling: bool
+    default_enabled: bool
+    description: str
+    field_id: int | None = None
+    aliases: tuple[str, ...] = ()
+    exporter_1x_name: str | None = None
+    valid_max: float = 9.0e18
+    where: Where = field(default=Where("<builtin>"), compare=False)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Xid:
+    code: int
+    name: str
+    xid_class: str
+    dcgm_health: str
+    source: str
+    mnemonic: str | None = None
+    nvidia_action: str | None = None
+
+    @property
+    def severity(self) -> str:
+        return XID_CLASS_SEVERITY[self.xid_class][0]
+
+    @property
+    def action(self) -> str:
+        return XID_CLASS_SEVERITY[self.xid_class][1]
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    id: str
+    name: str
+    match: str | None  # anchored regex on modelName; None for the default
+    limits: tuple[tuple[str, float], ...]
+    source: str
+
+    def limit(self, key: str) -> float:
+        return dict(self.limits)[key]
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A recording rule from catalog/signals.yaml (expression still a template)."""
+    record: str
+    level: str
+    expr: str
+    unit: str
+    description: str
+    metrics: tuple[str, ...]
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str
+    value: float
+    unit: str
+    source: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class AlertSpec:
+    severity: str
+    action: str
+    for_seconds: int
+    expr: str
+    summary: str
+    description: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
+class Runbook:
+    check: tuple[str, ...]
+    act: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FailureMode:
+    id: str
+    title: str
+    group: str
+    scope: str
+    summary: str
+    meaning: str
+    why: str
+    metrics: tuple[str, ...]
+    thresholds: tuple[Threshold, ...]
+    alerts: tuple[AlertSpec, ...]
+    runbook: Runbook
+    needs_profiling: bool
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+    def threshold(self, name: str) -> Threshold:
+        return {t.name: t for t in self.thresholds}[name]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    metrics: tuple[Metric, ...]
+    signals: tuple[Signal, ...]
+    failure_modes: tuple[FailureMode, ...]
+    xids: tuple[Xid, ...]
+    gpu_default: GpuModel
+    gpu_models: tuple[GpuModel, ...]
+
+    def metric(self, name: str) -> Metric:
+        for m in self.metrics:
+            if name in m.names:
+                return m
+        raise KeyError(name)
+
+    def failure_mode(self, fm_id: str) -> FailureMode:
+        for fm in self.failure_modes:
+            if fm.id == fm_id:
+                return fm
+        raise KeyError(fm_id)
+
+    @property
+    def limit_keys(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.gpu_default.limits)

@@ -1,0 +1,1 @@
+"""Renderers: output models -> text (deterministic: fixed key order, sorted labels)."""

@@ -1,0 +1,182 @@
+"""User config (rulesgen.yaml) -> frozen Settings. Every key is optional."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import Collector, RulesgenError
+from .fields import Fields
+from .model import GROUPS, SEVERITIES
+from .yamlsource import load_file
+
+DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
+# PyTorchJob/MPIJob/JobSet style pod names: llm-pretrain-worker-3 -> llm-pretrain.
+DEFAULT_WORKLOAD_REGEX = "(.+?)(?:-(?:master|worker|launcher|trainer))?-[0-9]+"
+
+
+@dataclass(frozen=True)
+class FailureModeSettings:
+    enabled: bool | None = None
+    for_seconds: int | None = None
+    thresholds: tuple[tuple[str, float], ...] = ()
+    severity: tuple[tuple[str, str], ...] = ()  # catalog severity -> new severity
+
+
+@dataclass(frozen=True)
+class Settings:
+    selector: str = DEFAULT_SELECTOR
+    host_label: str = "Hostname"
+    cluster_label: str = "cluster"
+    namespace_label: str = "namespace"
+    pod_label: str = "pod"
+    workload_regex: str = DEFAULT_WORKLOAD_REGEX
+    profiling: bool = True
+    evaluation_interval: int = 30
+    runbook_base_url: str = "https://github.com/rulesgen/rulesgen/blob/main/runbooks/"
+    grafana_base_url: str = "http://grafana.example.com"
+    extra_labels: tuple[tuple[str, str], ...] = ()
+    disabled_groups: tuple[str, ...] = ()
+    failure_modes: tuple[tuple[str, FailureModeSettings], ...] = ()
+    source: str = "<defaults>"
+    where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
+
+    def for_mode(self, fm_id: str) -> FailureModeSettings:
+        return dict(self.failure_modes).get(fm_id, FailureModeSettings())
+
+    @property
+    def gpu_labels(self) -> tuple[str, ...]:
+        return (self.cluster_label, self.host_label, "gpu", "UUID", "modelName")
+
+    @property
+    def gpu_identity(self) -> tuple[str, ...]:
+        """Labels that identify one physical GPU (joins use these, not modelName)."""
+        return (self.cluster_label, self.host_label, "gpu", "UUID")
+
+    @property
+    def node_labels(self) -> tuple[str, ...]:
+        return (self.cluster_label, self.host_label)
+
+    @property
+    def workload_labels(self) -> tuple[str, ...]:
+        return (self.namespace_label, self.pod_label)
+
+
+_LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
+
+
+def load_settings(path: Path | None) -> Settings:
+    if path is None:
+        return Settings()
+    shown = str(path)
+    data = load_file(path, shown)
+    errors = Collector()
+    top = Fields(data, errors, "rulesgen.yaml")
+    kwargs: dict = {"source": shown}
+    sel = top.str("selector")
+    if sel is not None:
+        kwargs["selector"] = sel
+    labels = Fields(top.mapping("labels"), errors, "labels")
+    for key, attr in (("host", "host_label"), ("cluster", "cluster_label"),
+                      ("namespace", "namespace_label"), ("pod", "pod_label")):
+        value = labels.str(key, pattern=_LABEL)
+        if value is not None:
+            kwargs[attr] = value
+    labels.done()
+    regex = top.str("workload_regex")
+    if regex is not None:
+        kwargs["workload_regex"] = regex
+    prof = top.bool("profiling")
+    if prof is not None:
+        kwargs["profiling"] = prof
+    interval = top.duration("evaluation_interval")
+    if interval is not None:
+        if interval <= 0:
+            errors.add(top.at("evaluation_interval"), "bad-value", "evaluation_interval must be positive")
+        else:
+            kwargs["evaluation_interval"] = interval
+    urls = Fields(top.mapping("urls"), errors, "urls")
+    for key, attr in (("runbook_base", "runbook_base_url"), ("grafana_base", "grafana_base_url")):
+        value = urls.str(key, pattern=r"https?://\S+")
+        if value is not None:
+            kwargs[attr] = value
+    urls.done()
+    extra = top.mapping("extra_labels")
+    extra_fields = Fields(extra, errors, "extra_labels")
+    pairs = []
+    for key in extra:
+        value = extra_fields.str(key)
+        if value is not None:
+            pairs.append((key, value))
+    extra_fields.done()
+    kwargs["extra_labels"] = tuple(sorted(pairs))
+    groups = top.mapping("groups")
+    gfields = Fields(groups, errors, "groups")
+    disabled = []
+    for g in GROUPS:
+        gf = Fields(gfields.mapping(g), errors, f"groups.{g}")
+        if gf.bool("enabled") is False:
+            disabled.append(g)
+        gf.done()
+    gfields.done()
+    kwargs["disabled_groups"] = tuple(disabled)
+    modes = top.mapping("failure_modes")
+    mode_settings = []
+    wheres = []
+    for fm_id, node in modes.items():
+        mf = Fields(node, errors, f"failure_modes.{fm_id}", fallback=modes.key_where.get(fm_id))
+        thresholds = mf.mapping("thresholds")
+        tf = Fields(thresholds, errors, f"failure_modes.{fm_id}.thresholds")
+        tvals = []
+        for k in thresholds:
+            value = tf.num(k)
+            if value is not None:
+                tvals.append((k, value))
+        tf.done()
+        sev = mf.mapping("severity")
+        sf = Fields(sev, errors, f"failure_modes.{fm_id}.severity")
+        svals = []
+        for k in sev:
+            if k not in SEVERITIES:
+                errors.add(sev.key_where[k], "bad-value", f"failure_modes.{fm_id}.severity: {k!r} is not a severity ({', '.join(SEVERITIES)})")
+                sf.seen.add(k)
+                continue
+            new = sf.str(k, choices=SEVERITIES)
+            if new is not None:
+                svals.append((k, new))
+        sf.done()
+        mode_settings.append((fm_id, FailureModeSettings(
+            enabled=mf.bool("enabled"), for_seconds=mf.duration("for"),
+            thresholds=tuple(sorted(tvals)), severity=tuple(sorted(svals)))))
+        wheres.append((fm_id, (modes.key_where.get(fm_id), thresholds)))
+        mf.done()
+    kwargs["failure_modes"] = tuple(mode_settings)
+    kwargs["where_of_mode"] = tuple(wheres)
+    top.done()
+    errors.raise_if_any()
+    return Settings(**kwargs)
+
+
+def check_against_catalog(settings: Settings, catalog) -> None:
+    """Config names failure modes and thresholds: they must exist in the catalog."""
+    from .fields import did_you_mean
+
+    errors = Collector()
+    ids = [fm.id for fm in catalog.failure_modes]
+    for fm_id, (where, thresholds) in settings.where_of_mode:
+        if fm_id not in ids:
+            errors.add(where, "unknown-failure-mode", f"failure_modes: unknown failure mode {fm_id!r}{did_you_mean(fm_id, ids)}")
+            continue
+        names = [t.name for t in catalog.failure_mode(fm_id).thresholds]
+        for name in thresholds:
+            if name not in names:
+                errors.add(thresholds.key_where[name], "unknown-threshold",
+                           f"failure_modes.{fm_id}.thresholds: unknown threshold {name!r}{did_you_mean(name, names)}"
+                           f" (known: {', '.join(names) or 'none'})")
+    errors.raise_if_any()
+
+
+def require_file(path: Path) -> Path:
+    if not path.exists():
+        from .errors import Diagnostic
+        raise RulesgenError([Diagnostic(str(path), 1, 1, "missing-file", "config file not found")])
+    return path

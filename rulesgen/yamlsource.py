@@ -1,0 +1,101 @@
+"""YAML loading that remembers where every key and value came from.
+
+Mappings load as `Node` dicts and sequences as `NodeList`; both know their own position
+and the position of each key/item, so validation errors can name file:line:col.
+Duplicate keys are errors (PyYAML silently keeps the last one).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .errors import Diagnostic, RulesgenError, Where
+
+
+class Node(dict):
+    where: Where
+    key_where: dict
+
+
+class NodeList(list):
+    where: Where
+    item_where: list
+
+
+def _where(path: str, mark) -> Where:
+    return Where(path, mark.line + 1, mark.column + 1)
+
+
+def _make_loader(path: str, problems: list[Diagnostic]):
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        loader.flatten_mapping(node)
+        result = Node()
+        result.where = _where(path, node.start_mark)
+        result.key_where = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            value = loader.construct_object(value_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                w = _where(path, key_node.start_mark)
+                problems.append(Diagnostic(w.path, w.line, w.col, "bad-key", f"mapping key must be a string, got {key!r}"))
+                continue
+            key = str(key) if not isinstance(key, str) else key
+            if key in result:
+                w = _where(path, key_node.start_mark)
+                first = result.key_where[key]
+                problems.append(Diagnostic(w.path, w.line, w.col, "duplicate-key",
+                                           f"duplicate key {key!r} (first defined on line {first.line})"))
+                continue
+            result[key] = value
+            result.key_where[key] = _where(path, key_node.start_mark)
+        return result
+
+    def construct_sequence(loader, node, deep=False):
+        result = NodeList(loader.construct_object(child, deep=True) for child in node.value)
+        result.where = _where(path, node.start_mark)
+        result.item_where = [_where(path, child.start_mark) for child in node.value]
+        return result
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    return Loader
+
+
+def load_text(text: str, path: str):
+    problems: list[Diagnostic] = []
+    try:
+        data = yaml.load(text, Loader=_make_loader(path, problems))  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise RulesgenError([Diagnostic(path, line, col, "yaml-syntax", f"{exc.problem or exc}".strip())]) from None
+    except yaml.YAMLError as exc:
+        raise RulesgenError([Diagnostic(path, 1, 1, "yaml-syntax", str(exc))]) from None
+    if problems:
+        raise RulesgenError(problems)
+    return data
+
+
+def load_file(path: Path, display: str | None = None):
+    shown = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RulesgenError([Diagnostic(shown, 1, 1, "missing-file", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RulesgenError([Diagnostic(shown, 1, 1, "unreadable-file", str(exc))]) from None
+    return load_text(text, shown)
+
+
+def where_of(container, key=None) -> Where:
+    """Best-known position of `container[key]` (or of the container itself)."""
+    if key is not None:
+        if isinstance(container, Node) and key in container.key_where:
+            return container.key_where[key]
+        if isinstance(container, NodeList) and isinstance(key, int) and key < len(container.item_where):
+            return container.item_where[key]
+    return getattr(container, "where", Where("<unknown>"))
