@@ -216,6 +216,7 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             scope=f.str("scope", required=True, choices=SCOPES) or "gpu", summary=f.str("summary", required=True) or "",
             meaning=f.str("meaning", required=True) or "", why=f.str("why", required=True) or "",
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
-            needs_profiling=any(m in profiling_metrics for m in metrics), where=f.at("id")))
+            needs_profiling=any(m in profiling_metrics for m in metrics),
+            workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", where=f.at("id")))
         f.done()
     return out

@@ -124,6 +124,7 @@ class FailureMode:
     alerts: tuple[AlertSpec, ...]
     runbook: Runbook
     needs_profiling: bool
+    workload_from: str = "gpu:dcgm_workload:info"
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:

@@ -1,0 +1,197 @@
+"""Command line. The only module that prints or exits: 0 ok, 1 findings/errors, 2 usage."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+
+from . import artifacts as arts
+from .catalog import bundled_catalog_dir
+from .errors import RulesgenError
+from .replay import format_outcome, replay, run_promtool_test
+from .tools import ToolMissing
+
+DEFAULT_CONFIG = "rulesgen.yaml"
+
+
+def _config(path: str | None) -> Path | None:
+    if path:
+        p = Path(path)
+        if not p.exists():
+            raise click.BadParameter(f"{path}: file not found", param_hint="--config")
+        return p
+    return Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).exists() else None
+
+
+def _fail(exc: RulesgenError) -> None:
+    for d in exc.diagnostics:
+        click.echo(str(d), err=True)
+    click.echo(f"{len(exc.diagnostics)} error(s); nothing written.", err=True)
+    sys.exit(1)
+
+
+def _plan(catalog, config, scenarios):
+    try:
+        return arts.plan(Path(catalog), _config(config), Path(scenarios) if scenarios else None)
+    except RulesgenError as exc:
+        _fail(exc)
+
+
+common = [
+    click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/", help="Catalog directory."),
+    click.option("--config", default=None, help=f"User config (default: ./{DEFAULT_CONFIG} if present)."),
+    click.option("--scenarios", default="fixtures/scenarios", show_default=True, help="Scenario directory for tests/promtool."),
+]
+
+
+def with_common(f):
+    for option in reversed(common):
+        f = option(f)
+    return f
+
+
+@click.group()
+def main():
+    """Generate Prometheus/VictoriaMetrics rules, promtool tests and dashboards for GPU failure modes."""
+
+
+@main.command()
+@with_common
+@click.option("--out", default=".", show_default=True, help="Output root (alerts/, tests/promtool/ ...).")
+def render(catalog, config, scenarios, out):
+    """Render every output file (all or none)."""
+    plan = _plan(catalog, config, scenarios)
+    changed = arts.write_all(Path(out), plan.artifacts)
+    click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
+    for name in changed:
+        click.echo(f"  {name}")
+
+
+@main.command()
+@with_common
+@click.option("--out", default=".", show_default=True)
+def check(catalog, config, scenarios, out):
+    """Fail when the committed outputs differ from a fresh render."""
+    plan = _plan(catalog, config, scenarios)
+    diffs = arts.differences(Path(out), plan.artifacts)
+    if diffs:
+        for d in diffs:
+            click.echo(d, err=True)
+        click.echo("outputs are stale: run `make render` and commit the result", err=True)
+        sys.exit(1)
+    click.echo(f"{len(plan.artifacts)} generated files are up to date")
+
+
+@main.command()
+@with_common
+@click.option("--out", default=".", show_default=True)
+def test(catalog, config, scenarios, out):
+    """Render, then run promtool on every scenario test in tests/promtool/."""
+    plan = _plan(catalog, config, scenarios)
+    arts.write_all(Path(out), plan.artifacts)
+    files = sorted(Path(out, a.path) for a in plan.artifacts if a.path.startswith("tests/promtool/"))
+    if not files:
+        click.echo("no scenarios found", err=True)
+        sys.exit(1)
+    try:
+        rc, output = run_promtool_test(files)
+    except ToolMissing as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(output.rstrip())
+    sys.exit(0 if rc == 0 else 1)
+
+
+@main.command(name="replay")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+def replay_cmd(files, catalog, config):
+    """Replay scenario FILES through promtool: what fired, when, and whether it matches `expect`."""
+    import tempfile
+
+    from .scenarios import load_scenarios
+    plan = _plan(catalog, config, None)
+    try:
+        scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes])
+    except RulesgenError as exc:
+        _fail(exc)
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="rulesgen-rules-") as tmp:
+        arts.write_all(Path(tmp), [a for a in plan.artifacts if a.path.startswith("alerts/")])
+        rule_paths = [Path(tmp, f.path) for f in plan.rules.files]
+        for s in scenarios:
+            try:
+                outcome = replay(s, rule_paths)
+            except ToolMissing as exc:
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(1)
+            click.echo(format_outcome(outcome, plan.settings.host_label))
+            failed += not outcome.ok
+    click.echo(f"{len(scenarios) - failed}/{len(scenarios)} scenarios match their expectations")
+    sys.exit(1 if failed else 0)
+
+
+@main.command(name="list")
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+def list_cmd(catalog, config):
+    """Failure modes (active or not, and why) and metrics (which need profiling)."""
+    plan = _plan(catalog, config, None)
+    inactive = dict(plan.rules.inactive)
+    click.echo("FAILURE MODES")
+    for fm in plan.catalog.failure_modes:
+        state = f"inactive: {inactive[fm.id]}" if fm.id in inactive else "active"
+        prof = " [needs profiling]" if fm.needs_profiling else ""
+        sev = "/".join(a.severity for a in fm.alerts)
+        click.echo(f"  {fm.id:<26} {fm.group:<10} {sev:<24} {state}{prof}")
+    click.echo("\nMETRICS")
+    for m in plan.catalog.metrics:
+        flags = ", ".join(x for x in ("profiling" if m.profiling else "", "default" if m.default_enabled else "opt-in") if x)
+        click.echo(f"  {m.name:<48} {m.type:<8} {m.unit:<10} {flags}")
+
+
+@main.command()
+@click.argument("failure_mode")
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+def explain(failure_mode, catalog, config):
+    """What FAILURE_MODE detects, its PromQL, thresholds and runbook."""
+    plan = _plan(catalog, config, None)
+    ids = [fm.id for fm in plan.catalog.failure_modes]
+    if failure_mode not in ids:
+        from .fields import did_you_mean
+        click.echo(f"error: unknown failure mode {failure_mode!r}{did_you_mean(failure_mode, ids)}", err=True)
+        sys.exit(2)
+    fm = plan.catalog.failure_mode(failure_mode)
+    wrap = lambda text: textwrap.fill(" ".join(text.split()), 100, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    click.echo(f"{fm.id}: {fm.title} ({fm.group}, scope {fm.scope})\n\n{wrap(fm.summary)}\n")
+    click.echo(f"WHAT IT MEANS\n{wrap(fm.meaning)}\n\nWHY IT MATTERS\n{wrap(fm.why)}\n")
+    click.echo("THRESHOLDS")
+    overrides = dict(plan.settings.for_mode(fm.id).thresholds)
+    for t in fm.thresholds:
+        value = overrides.get(t.name, t.value)
+        click.echo(f"  {t.name} = {value} {t.unit}{' (from rulesgen.yaml)' if t.name in overrides else ''}")
+        click.echo(wrap("source: " + t.source))
+    if not fm.thresholds:
+        click.echo("  (none)")
+    click.echo("\nALERTS")
+    for rule in plan.rules.rules:
+        if rule.failure_mode == fm.id:
+            labels = dict(rule.labels)
+            click.echo(f"  {rule.alert}  severity={labels['severity']} action={labels['action']} for={rule.for_seconds}s")
+            click.echo(textwrap.indent(rule.expr, "    "))
+    if fm.id in dict(plan.rules.inactive):
+        click.echo(f"  inactive: {dict(plan.rules.inactive)[fm.id]}")
+    click.echo("\nRUNBOOK\n  Check:")
+    for line in fm.runbook.check:
+        click.echo(f"   - {line}")
+    click.echo("  Do:")
+    for line in fm.runbook.act:
+        click.echo(f"   - {line}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,133 @@
+"""Replay scenarios through the real promtool and read back which alerts fired, and when."""
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .build.promtool_tests import listing_test, scenario_test, timing_test
+from .render.yamltext import dump
+from .scenarios import Scenario
+from .tools import find_tool
+
+_GOT = re.compile(r"^\s*got:\s*(.*)$")
+_SERIES = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
+_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Fired:
+    labels: tuple[tuple[str, str], ...]
+    first_firing: int  # seconds from the start of the replay
+
+    @property
+    def failure_mode(self) -> str:
+        return dict(self.labels).get("failure_mode", "?")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    scenario: Scenario
+    fired: tuple[Fired, ...]
+    missing: tuple[str, ...]      # expectations not met, explained
+    unexpected: tuple[Fired, ...]  # false alerts
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.unexpected
+
+
+def run_promtool_test(files: list[Path], cwd: Path | None = None, timeout: int = 600) -> tuple[int, str]:
+    proc = subprocess.run([find_tool("promtool"), "test", "rules", *map(str, files)], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _got_series(output: str) -> list[dict[str, str]]:
+    out = []
+    for line in output.splitlines():
+        m = _GOT.match(line)
+        if not m:
+            continue
+        for body in _SERIES.findall(m.group(1)):
+            out.append({k: bytes(v, "utf-8").decode("unicode_escape") for k, v in _PAIR.findall(body)})
+    return out
+
+
+def _run(doc: dict, rule_paths: list[Path], workdir: Path, name: str) -> str:
+    path = workdir / f"{name}.yaml"
+    path.write_text(dump(doc))
+    rc, output = run_promtool_test([path], cwd=workdir)
+    if rc != 0 and "FAILED" not in output:
+        raise RuntimeError(f"promtool could not run {name}:\n{output.strip()}")
+    if re.search(r"\berror\b", output) and "got:" not in output:
+        raise RuntimeError(f"promtool failed on {name}:\n{output.strip()}")
+    return output
+
+
+def replay(scenario: Scenario, rule_paths: list[Path]) -> Outcome:
+    rule_files = [str(p.resolve()) for p in rule_paths]
+    with tempfile.TemporaryDirectory(prefix="rulesgen-replay-") as tmp:
+        work = Path(tmp)
+        listed = _got_series(_run(listing_test(scenario, rule_files), rule_paths, work, "list"))
+        fired = []
+        if listed:
+            doc = timing_test(scenario, rule_files, listed)
+            # Tag each query with its index so answers map back to series whatever order promtool prints.
+            for i, test in enumerate(doc["tests"][0]["promql_expr_test"]):
+                test["expr"] = f'label_replace({test["expr"]}, "series_index", "{i}", "", "")'
+            for answer in _got_series(_run(doc, rule_paths, work, "timing")):
+                i = int(answer["series_index"])
+                fired.append(Fired(tuple(sorted((k, v) for k, v in listed[i].items() if k != "alertstate")),
+                                   int(float(answer["first_firing"]))))
+    return judge(scenario, fired)
+
+
+def judge(scenario: Scenario, fired: list[Fired]) -> Outcome:
+    fired = sorted(fired, key=lambda f: (f.first_firing, f.labels))
+    missing, covered = [], set()
+    for e in scenario.expect:
+        matches = [f for f in fired if f.failure_mode == e.failure_mode and set(e.labels) <= set(f.labels)]
+        covered.update(matches)
+        if not matches:
+            missing.append(f"{e.failure_mode} {dict(e.labels)} never fired (expected by {_fmt(e.after + e.within)})")
+            continue
+        first = min(m.first_firing for m in matches)
+        if first < e.after:
+            missing.append(f"{e.failure_mode} {dict(e.labels)} fired at {_fmt(first)}, before the fault at {_fmt(e.after)}")
+        elif first > e.after + e.within:
+            missing.append(f"{e.failure_mode} {dict(e.labels)} fired at {_fmt(first)}, later than {_fmt(e.after + e.within)}")
+    unexpected = tuple(f for f in fired if f not in covered and f.failure_mode not in scenario.also_allowed)
+    return Outcome(scenario, tuple(fired), tuple(missing), unexpected)
+
+
+def _fmt(seconds: int) -> str:
+    h, rest = divmod(int(seconds), 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s"
+
+
+def format_outcome(o: Outcome, host_label: str = "Hostname") -> str:
+    lines = [f"{'PASS' if o.ok else 'FAIL'} {o.scenario.name}: {o.scenario.description}"]
+    for f in o.fired:
+        labels = dict(f.labels)
+        where = " ".join(f"{k}={labels[k]}" for k in (host_label, "gpu", "instance", "xid", "signal") if k in labels)
+        if f in o.unexpected:
+            verdict = "FALSE ALERT"
+        elif f.failure_mode in o.scenario.also_allowed and not any(
+                e.failure_mode == f.failure_mode for e in o.scenario.expect):
+            verdict = "allowed"
+        else:
+            verdict = "expected"
+        lines.append(f"  {_fmt(f.first_firing):>10}  {labels.get('alertname', '?'):<28} {f.failure_mode:<24} "
+                     f"{labels.get('severity', ''):<8} {where}  [{verdict}]")
+    if not o.fired:
+        lines.append("  (nothing fired)")
+    lines += [f"  MISSING: {m}" for m in o.missing]
+    return "\n".join(lines)
+
+
+def scenario_test_document(scenario: Scenario, rule_files: list[str]) -> dict:
+    return scenario_test(scenario, rule_files)

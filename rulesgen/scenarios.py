@@ -1,0 +1,120 @@
+"""Scenario files (fixtures/scenarios/*.yaml, format in DESIGN.md section 3) -> frozen Scenarios."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import Collector, Diagnostic, RulesgenError
+from .fields import Fields, did_you_mean
+from .yamlsource import load_file
+
+_SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*$", re.S)
+_LABEL_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(frozen=True)
+class Expectation:
+    failure_mode: str
+    labels: tuple[tuple[str, str], ...]
+    after: int
+    within: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: str
+    description: str
+    interval: int
+    evaluation_interval: int
+    duration: int
+    series: tuple[tuple[str, str], ...]
+    expect: tuple[Expectation, ...]
+    also_allowed: tuple[str, ...]
+
+    @property
+    def is_normal(self) -> bool:
+        return not self.expect
+
+
+def series_labels(series: str) -> dict[str, str]:
+    inside = series[series.index("{") + 1: series.rindex("}")] if "{" in series else ""
+    return {k: v for k, v in _LABEL_PAIR.findall(inside)}
+
+
+def load_scenarios(paths: list[Path], failure_modes: list[str]) -> list[Scenario]:
+    problems: list[Diagnostic] = []
+    out = []
+    for path in sorted(paths):
+        try:
+            out.append(load_scenario(path, failure_modes))
+        except RulesgenError as exc:
+            problems.extend(exc.diagnostics)
+    if problems:
+        raise RulesgenError(problems)
+    names = {}
+    for s in out:
+        if s.name in names:
+            problems.append(Diagnostic(s.path, 1, 1, "duplicate-id", f"scenario name {s.name!r} also used by {names[s.name]}"))
+        names[s.name] = s.path
+    if problems:
+        raise RulesgenError(problems)
+    return out
+
+
+def load_scenario(path: Path, failure_modes: list[str]) -> Scenario:
+    errors = Collector()
+    doc = load_file(path)
+    f = Fields(doc, errors, "scenario")
+    name = f.str("name", required=True, pattern=r"[a-z0-9][a-z0-9-]*") or path.stem
+    description = f.str("description", required=True) or ""
+    interval = f.duration("interval", required=True, default=30)
+    evaluation = f.duration("evaluation_interval", default=interval)
+    duration = f.duration("duration", required=True, default=3600)
+    for key, value in (("interval", interval), ("evaluation_interval", evaluation), ("duration", duration)):
+        if value is not None and value <= 0:
+            errors.add(f.at(key), "bad-value", f"scenario.{key} must be positive")
+    series = []
+    items, wheres = f.list("series", required=True)
+    for item, w in zip(items, wheres):
+        sf = Fields(item, errors, "series", fallback=w)
+        text = sf.str("series", required=True)
+        values = sf.str("values", required=True)
+        if text is not None and not _SERIES.match(text):
+            errors.add(sf.at("series"), "bad-series", f"not a series selector in promtool notation: {text!r}")
+        if text is not None and values is not None:
+            series.append((text, values))
+        sf.done()
+    expect = []
+    items, wheres = f.list("expect")
+    for item, w in zip(items, wheres):
+        ef = Fields(item, errors, "expect", fallback=w)
+        fm = ef.str("failure_mode", required=True)
+        if fm is not None and fm not in failure_modes:
+            errors.add(ef.at("failure_mode"), "unknown-failure-mode",
+                       f"unknown failure mode {fm!r}{did_you_mean(fm, failure_modes)}")
+        labels = ef.mapping("labels")
+        lf = Fields(labels, errors, "expect.labels")
+        pairs = []
+        for key in labels:
+            value = lf.str(key)
+            if value is not None:
+                pairs.append((key, value))
+        lf.done()
+        after = ef.duration("after", required=True, default=0)
+        within = ef.duration("within", required=True, default=0)
+        if after is not None and duration is not None and after >= duration:
+            errors.add(ef.at("after"), "bad-value", f"expect.after ({after}s) must be before the end of the replay ({duration}s)")
+        if fm is not None:
+            expect.append(Expectation(fm, tuple(sorted(pairs)), after or 0, within or 0))
+        ef.done()
+    also = f.str_list("also_allowed")
+    aw = f.at("also_allowed")
+    for fm in also:
+        if fm not in failure_modes:
+            errors.add(aw, "unknown-failure-mode", f"also_allowed: unknown failure mode {fm!r}{did_you_mean(fm, failure_modes)}")
+    f.done()
+    errors.raise_if_any()
+    return Scenario(name=name, path=str(path), description=description, interval=interval, evaluation_interval=evaluation,
+                    duration=duration, series=tuple(series), expect=tuple(expect), also_allowed=tuple(sorted(set(also))))
