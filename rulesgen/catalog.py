@@ -26,11 +26,11 @@ def load_catalog(directory: Path) -> Catalog:
     problems = []
     for name in CATALOG_FILES:
         try:
-            docs[name] = load_file(directory / name, str(directory / name))
+            docs[name] = load_file(directory / name, str(directory / name), collect=errors.items)
         except RulesgenError as exc:
             problems.extend(exc.diagnostics)
-    if problems:
-        raise RulesgenError(problems)
+    if problems:  # a file that does not parse leaves nothing to cross-check
+        raise RulesgenError(problems + errors.items)
 
     metrics = _metrics(docs["metrics.yaml"], errors)
     known_metrics = {n for m in metrics for n in m.names}

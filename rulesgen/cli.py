@@ -1,8 +1,10 @@
 """Command line. The only module that prints or exits: 0 ok, 1 findings/errors, 2 usage."""
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
@@ -108,7 +110,8 @@ def test(catalog, config, scenarios, out):
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
 @click.option("--config", default=None)
-def replay_cmd(files, catalog, config):
+@click.option("--jobs", "-j", default=os.cpu_count() or 1, show_default="CPU count", help="promtool runs in parallel.")
+def replay_cmd(files, catalog, config, jobs):
     """Replay scenario FILES through promtool: what fired, when, and whether it matches `expect`."""
     import tempfile
 
@@ -119,17 +122,20 @@ def replay_cmd(files, catalog, config):
     except RulesgenError as exc:
         _fail(exc)
     failed = 0
+    modes = [fm.id for fm in plan.catalog.failure_modes]
     with tempfile.TemporaryDirectory(prefix="rulesgen-rules-") as tmp:
         arts.write_all(Path(tmp), [a for a in plan.artifacts if a.path.startswith("alerts/")])
-        rule_paths = [Path(tmp, f.path) for f in plan.rules.files]
-        for s in scenarios:
-            try:
-                outcome = replay(s, rule_paths)
-            except ToolMissing as exc:
-                click.echo(f"error: {exc}", err=True)
-                sys.exit(1)
-            click.echo(format_outcome(outcome, plan.settings.host_label))
-            failed += not outcome.ok
+        rule_paths = [Path(tmp, f.path) for f in plan.rules.files if f.path not in arts.DASHBOARD_ONLY]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(replay, s, rule_paths, modes) for s in scenarios]
+            for future in futures:
+                try:
+                    outcome = future.result()
+                except ToolMissing as exc:
+                    click.echo(f"error: {exc}", err=True)
+                    sys.exit(1)
+                click.echo(format_outcome(outcome, plan.settings.host_label))
+                failed += not outcome.ok
     click.echo(f"{len(scenarios) - failed}/{len(scenarios)} scenarios match their expectations")
     sys.exit(1 if failed else 0)
 

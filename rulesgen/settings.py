@@ -1,6 +1,7 @@
 """User config (rulesgen.yaml) -> frozen Settings. Every key is optional."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +63,8 @@ class Settings:
 
 
 _LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*'
+_MATCHERS = rf"{_MATCHER}(,{_MATCHER})*,?\s*"
 
 
 def load_settings(path: Path | None) -> Settings:
@@ -74,7 +77,13 @@ def load_settings(path: Path | None) -> Settings:
     kwargs: dict = {"source": shown}
     sel = top.str("selector")
     if sel is not None:
-        kwargs["selector"] = sel
+        from .promql import syntax_problems
+        problems = syntax_problems("x{" + sel + "}") or ([] if re.fullmatch(_MATCHERS, sel) else ["not a list of label matchers"])
+        if problems:
+            errors.add(top.at("selector"), "bad-selector",
+                       f"selector {sel!r}: {problems[0]} (expected label matchers like job=~\"dcgm-exporter\")")
+        else:
+            kwargs["selector"] = sel
     labels = Fields(top.mapping("labels"), errors, "labels")
     for key, attr in (("host", "host_label"), ("cluster", "cluster_label"),
                       ("namespace", "namespace_label"), ("pod", "pod_label")):
@@ -84,7 +93,11 @@ def load_settings(path: Path | None) -> Settings:
     labels.done()
     regex = top.str("workload_regex")
     if regex is not None:
-        kwargs["workload_regex"] = regex
+        try:
+            re.compile(regex)
+            kwargs["workload_regex"] = regex
+        except re.error as exc:
+            errors.add(top.at("workload_regex"), "bad-regex", f"workload_regex {regex!r}: {exc}")
     prof = top.bool("profiling")
     if prof is not None:
         kwargs["profiling"] = prof

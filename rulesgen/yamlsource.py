@@ -65,7 +65,9 @@ def _make_loader(path: str, problems: list[Diagnostic]):
     return Loader
 
 
-def load_text(text: str, path: str):
+def load_text(text: str, path: str, collect: list[Diagnostic] | None = None):
+    """Parse YAML with positions. Syntax errors raise; key-level problems (duplicates) raise too,
+    unless `collect` is given, in which case they are appended there and the data is returned."""
     problems: list[Diagnostic] = []
     try:
         data = yaml.load(text, Loader=_make_loader(path, problems))  # noqa: S506 - SafeLoader subclass
@@ -75,12 +77,14 @@ def load_text(text: str, path: str):
         raise RulesgenError([Diagnostic(path, line, col, "yaml-syntax", f"{exc.problem or exc}".strip())]) from None
     except yaml.YAMLError as exc:
         raise RulesgenError([Diagnostic(path, 1, 1, "yaml-syntax", str(exc))]) from None
-    if problems:
+    if problems and collect is None:
         raise RulesgenError(problems)
+    if collect is not None:
+        collect.extend(problems)
     return data
 
 
-def load_file(path: Path, display: str | None = None):
+def load_file(path: Path, display: str | None = None, collect: list[Diagnostic] | None = None):
     shown = display or str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -88,7 +92,7 @@ def load_file(path: Path, display: str | None = None):
         raise RulesgenError([Diagnostic(shown, 1, 1, "missing-file", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesgenError([Diagnostic(shown, 1, 1, "unreadable-file", str(exc))]) from None
-    return load_text(text, shown)
+    return load_text(text, shown, collect)
 
 
 def where_of(container, key=None) -> Where:

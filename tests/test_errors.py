@@ -1,0 +1,144 @@
+"""Bad input: every problem reported as path:line:col: error[code]: message, exit 1, nothing written."""
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from rulesgen.catalog import load_catalog
+from rulesgen.errors import RulesgenError
+from rulesgen.settings import load_settings
+
+
+def errors_of(fn, *args):
+    with pytest.raises(RulesgenError) as info:
+        fn(*args)
+    return [str(d) for d in info.value.diagnostics]
+
+
+def edit(path: Path, old: str, new: str):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_minimal_catalog_loads(minimal_catalog):
+    catalog = load_catalog(minimal_catalog)
+    assert [fm.id for fm in catalog.failure_modes] == ["hot_gpu"]
+    assert catalog.metric("DCGM_FI_DEV_GPU_TEMP").field_id == 150
+
+
+def test_unknown_metric_in_signal_expression(minimal_catalog):
+    sig = minimal_catalog / "signals.yaml"
+    edit(sig, "[[ v.DCGM_FI_DEV_GPU_TEMP ]]", "[[ v.DCGM_FI_DEV_GPU_TEMPP ]]")
+    assert errors_of(load_catalog, minimal_catalog) == [
+        f"{sig}:13:5: error[unknown-metric]: signal gpu:dcgm_gpu_temp:max: expression names unknown metric"
+        " 'DCGM_FI_DEV_GPU_TEMPP' (did you mean 'DCGM_FI_DEV_GPU_TEMP'?)",
+    ]
+
+
+def test_duplicate_key_and_unknown_key_with_did_you_mean(minimal_catalog):
+    m = minimal_catalog / "metrics.yaml"
+    edit(m, "    help: GPU temperature (in C).\n", "    help: GPU temperature (in C).\n    help: again\n")
+    fm = minimal_catalog / "failure_modes.yaml"
+    edit(fm, "      - severity: warning", "      - severty: warning")
+    p, f = str(m), str(fm)
+    assert errors_of(load_catalog, minimal_catalog) == [
+        f"{f}:16:9: error[missing-key]: failure mode hot_gpu alert: missing required key 'severity'",
+        f"{f}:16:9: error[unknown-key]: failure mode hot_gpu alert: unknown key 'severty' (did you mean 'severity'?)",
+        f"{p}:8:5: error[duplicate-key]: duplicate key 'help' (first defined on line 7)",
+    ]
+
+
+def test_duplicate_ids_unknown_metric_bad_duration(minimal_catalog):
+    fm = minimal_catalog / "failure_modes.yaml"
+    text = fm.read_text()
+    second = text.split("\n", 1)[1]
+    fm.write_text(text + second)
+    edit(fm, "metrics: [DCGM_FI_DEV_GPU_TEMP]", "metrics: [DCGM_FI_DEV_GPU_TMP]")
+    edit(fm, "for: 5m", "for: 5 minutes")
+    f = str(fm)
+    assert errors_of(load_catalog, minimal_catalog) == [
+        f"{f}:9:15: error[unknown-metric]: failure mode hot_gpu: unknown metric 'DCGM_FI_DEV_GPU_TMP' (did you mean 'DCGM_FI_DEV_GPU_TEMP'?)",
+        f"{f}:18:9: error[bad-duration]: failure mode hot_gpu alert.for: '5 minutes' is not a duration like 30s, 5m, 1h30m",
+        f"{f}:25:5: error[duplicate-id]: failure mode 'hot_gpu' already defined on line 2",
+    ]
+
+
+def test_malformed_yaml_names_the_line(minimal_catalog):
+    x = minimal_catalog / "xid.yaml"
+    edit(x, "    class: reboot\n", "    class: [reboot\n")
+    assert errors_of(load_catalog, minimal_catalog) == [
+        f"{x}:5:16: error[yaml-syntax]: expected ',' or ']', but got ':'",
+    ]
+
+
+def test_unbalanced_promql_and_unknown_template_reference(minimal_catalog, tmp_path):
+    fm = minimal_catalog / "failure_modes.yaml"
+    edit(fm, "expr: gpu:dcgm_gpu_temp:max > [[ t.celsius ]]", "expr: (gpu:dcgm_gpu_temp:max > [[ t.celsius ]]")
+    sig = minimal_catalog / "signals.yaml"
+    edit(sig, "max by ([[ gpu ]]) ([[ v.DCGM_FI_DEV_GPU_TEMP ]])", "max by ([[ gpu ]]) ([[ v.DCGM_FI_DEV_GPU_TEMP ]] > [[ t.x ]])")
+    out = tmp_path / "out"
+    result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{fm}:19:9: error[promql-syntax]: failure mode hot_gpu (warning): unclosed '('",
+        f"{sig}:13:5: error[unknown-reference]: signal gpu:dcgm_gpu_temp:max: 't' is undefined",
+        "2 error(s); nothing written.",
+    ]
+    assert not out.exists()
+
+
+def test_unknown_recording_rule_reference(minimal_catalog):
+    from rulesgen.build.rules import build_rules
+    from rulesgen.settings import Settings
+    fm = minimal_catalog / "failure_modes.yaml"
+    edit(fm, "expr: gpu:dcgm_gpu_temp:max >", "expr: gpu:dcgm_gpu_tmp:max >")
+    catalog = load_catalog(minimal_catalog)
+    assert errors_of(build_rules, catalog, Settings()) == [
+        f"{fm}:19:9: error[unknown-signal]: failure mode hot_gpu (warning): unknown recording rule"
+        " 'gpu:dcgm_gpu_tmp:max' (did you mean 'gpu:dcgm_gpu_temp:max'?)",
+    ]
+
+
+def test_config_errors(tmp_path, minimal_catalog):
+    cfg = tmp_path / "rulesgen.yaml"
+    cfg.write_text("selectr: 'job=\"x\"'\nlabels:\n  host: hostname\n  clustr: k8s\nevaluation_interval: soon\n"
+                   "failure_modes:\n  hot_gpu:\n    thresholds: {celsius: hot}\n    severity: {warning: urgent}\n")
+    c = str(cfg)
+    assert errors_of(load_settings, cfg) == [
+        f"{c}:1:1: error[unknown-key]: rulesgen.yaml: unknown key 'selectr' (did you mean 'selector'?)",
+        f"{c}:4:3: error[unknown-key]: labels: unknown key 'clustr' (did you mean 'cluster'?)",
+        f"{c}:5:1: error[bad-duration]: rulesgen.yaml.evaluation_interval: 'soon' is not a duration like 30s, 5m, 1h30m",
+        f"{c}:8:18: error[bad-type]: failure_modes.hot_gpu.thresholds.celsius must be a number, got 'hot'",
+        f"{c}:9:16: error[bad-value]: failure_modes.hot_gpu.severity.warning must be one of critical, info, warning, got 'urgent'",
+    ]
+
+
+def test_config_names_unknown_failure_mode_and_threshold(tmp_path, minimal_catalog):
+    from rulesgen.artifacts import load_inputs
+    cfg = tmp_path / "rulesgen.yaml"
+    cfg.write_text("failure_modes:\n  hot_gpus:\n    for: 1m\n  hot_gpu:\n    thresholds: {celsiu: 90}\n")
+    c = str(cfg)
+    assert errors_of(load_inputs, minimal_catalog, cfg) == [
+        f"{c}:2:3: error[unknown-failure-mode]: failure_modes: unknown failure mode 'hot_gpus' (did you mean 'hot_gpu'?)",
+        f"{c}:5:18: error[unknown-threshold]: failure_modes.hot_gpu.thresholds: unknown threshold 'celsiu'"
+        " (did you mean 'celsius'?) (known: celsius)",
+    ]
+
+
+def test_failed_render_changes_nothing(tmp_path, minimal_catalog):
+    out = tmp_path / "out"
+    ok = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    assert ok.returncode == 0, ok.stderr
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert before
+    edit(minimal_catalog / "failure_modes.yaml", "for: 5m", "for: 5x")
+    bad = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    assert bad.returncode == 1
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_usage_error_exits_2():
+    result = run_cli("explain", "no_such_mode")
+    assert result.returncode == 2
+    assert "unknown failure mode 'no_such_mode'" in result.stderr

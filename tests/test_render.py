@@ -1,0 +1,120 @@
+"""The rendered rules: deterministic, accepted by promtool and vmalert, carrying the contract."""
+import subprocess
+
+import yaml
+
+from conftest import ROOT, run_cli
+from rulesgen.artifacts import plan
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+
+DESIGN_FAILURE_MODES = {
+    "gpu_lost", "ecc_uncorrectable", "ecc_correctable_rate", "memory_remap", "xid_error", "thermal_throttling",
+    "memory_overheat", "power_anomaly", "pcie_errors", "nvlink_errors", "exporter_down", "dataloader_starvation",
+    "memory_bandwidth_bound", "tensor_cores_idle", "low_occupancy", "misleading_utilization", "gpu_idle_allocated",
+    "fb_memory_pressure", "pcie_bound", "straggler", "baseline_deviation", "fleet_capacity_degraded",
+}
+
+
+def rule_files(root):
+    return sorted((root / "alerts" / "prometheus").glob("*.yaml"))
+
+
+def alerts(root):
+    for f in rule_files(root):
+        for g in yaml.safe_load(f.read_text())["groups"]:
+            for r in g["rules"]:
+                if "alert" in r:
+                    yield r
+
+
+def test_render_is_byte_identical_twice(rendered, tmp_path):
+    again = tmp_path / "again"
+    assert run_cli("render", "--out", str(again)).returncode == 0
+    first = {p.relative_to(rendered): p.read_bytes() for p in rendered.rglob("*") if p.is_file()}
+    second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
+    assert first == second and first
+
+
+def test_promtool_check_rules_accepts_every_file(rendered, promtool):
+    files = rule_files(rendered)
+    assert len(files) >= 4
+    proc = subprocess.run([promtool, "check", "rules", *map(str, files)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_vmalert_dry_run_accepts_every_file(rendered, vmalert):
+    proc = subprocess.run([vmalert, "-dryRun", *[f"-rule={f}" for f in rule_files(rendered)]],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # vmalert parses every expression with its MetricsQL parser; a bad one is logged as an error.
+    assert "cannot parse" not in proc.stdout + proc.stderr
+
+
+def test_every_design_failure_mode_alerts(rendered):
+    fired_modes = {a["labels"]["failure_mode"] for a in alerts(rendered)}
+    assert DESIGN_FAILURE_MODES <= fired_modes
+
+
+def test_every_alert_carries_the_contract(rendered):
+    catalog = load_catalog(bundled_catalog_dir())
+    ids = {fm.id for fm in catalog.failure_modes}
+    for a in alerts(rendered):
+        labels, ann = a["labels"], a["annotations"]
+        assert labels["severity"] in {"critical", "warning", "info"}, a["alert"]
+        assert labels["action"] in {"drain", "investigate", "optimize"}, a["alert"]
+        assert labels["failure_mode"] in ids, a["alert"]
+        assert {"summary", "description", "runbook_url", "dashboard_url"} <= set(ann), a["alert"]
+        assert a["alert"].startswith("GPU") and a["for"], a["alert"]
+        assert "$value" not in "".join(labels.values()), a["alert"]
+        fm = catalog.failure_mode(labels["failure_mode"])
+        if fm.scope == "gpu":
+            # Which job: the pod on the GPU is joined into every GPU-scope alert.
+            assert "group_left (namespace, pod)" in a["expr"], a["alert"]
+            assert "{{ $labels.gpu }}" in ann["summary"] + ann["description"], a["alert"]
+
+
+def test_drain_only_for_certain_hardware_failures(rendered):
+    drain = {a["labels"]["failure_mode"] for a in alerts(rendered) if a["labels"]["action"] == "drain"}
+    assert drain == {"gpu_lost", "ecc_uncorrectable", "memory_remap", "xid_error"}
+    for a in alerts(rendered):
+        assert (a["labels"]["severity"] == "critical") == (a["labels"]["action"] == "drain"), a["alert"]
+
+
+def test_no_range_function_reads_a_long_window_of_raw_samples(rendered):
+    """Long windows (>= 1h) only over recorded series: raw DCGM series are scraped every 15-30 s."""
+    import re
+    for f in rule_files(rendered):
+        for g in yaml.safe_load(f.read_text())["groups"]:
+            for r in g["rules"]:
+                for m in re.finditer(r"(\w+)\{[^}]*\}\[(\d+)([hd])\]", r["expr"]):
+                    name = m.group(1)
+                    assert ":" in name, f"{r.get('record') or r.get('alert')}: {name}[{m.group(2)}{m.group(3)}]"
+
+
+def test_committed_outputs_are_fresh():
+    p = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", ROOT / "fixtures" / "scenarios")
+    from rulesgen.artifacts import differences
+    assert differences(ROOT, p.artifacts) == []
+
+
+def test_check_fails_on_stale_output(tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("render", "--out", str(out)).returncode == 0
+    target = out / "alerts" / "prometheus" / "health.yaml"
+    target.write_text(target.read_text().replace("for: 1m", "for: 2m", 1))
+    result = run_cli("check", "--out", str(out))
+    assert result.returncode == 1
+    assert "alerts/prometheus/health.yaml: differs from a fresh render" in result.stderr
+
+
+def test_model_patterns_are_mutually_exclusive():
+    """Limits merge models that share a value into one selector, which is right only if no
+    modelName matches two patterns."""
+    import re
+    catalog = load_catalog(bundled_catalog_dir())
+    names = ["NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA A100-PCIE-40GB",
+             "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200", "NVIDIA L40S", "NVIDIA L4",
+             "NVIDIA A10", "NVIDIA A30", "Tesla V100-SXM2-32GB"]
+    for name in names:
+        hits = [m.id for m in catalog.gpu_models if re.fullmatch(m.match, name)]
+        assert len(hits) == 1, (name, hits)

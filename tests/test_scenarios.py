@@ -1,0 +1,71 @@
+"""Every scenario replayed through the real promtool: each rule fires on its fault, in time, on the
+right GPU, and nothing fires on normal load."""
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.scenarios import load_scenarios
+from test_render import DESIGN_FAILURE_MODES
+
+SCENARIOS = sorted((ROOT / "fixtures" / "scenarios").glob("*.yaml"))
+
+
+def scenario_models():
+    catalog = load_catalog(bundled_catalog_dir())
+    return load_scenarios(SCENARIOS, [fm.id for fm in catalog.failure_modes])
+
+
+def test_every_failure_mode_has_a_positive_scenario():
+    expected = {e.failure_mode for s in scenario_models() for e in s.expect}
+    assert DESIGN_FAILURE_MODES - expected == set()
+
+
+def test_at_least_six_normal_load_scenarios():
+    normal = [s.name for s in scenario_models() if s.is_normal]
+    assert len(normal) >= 6, normal
+
+
+@pytest.fixture(scope="session")
+def promtool_results(rendered, promtool):
+    """Run promtool on every rendered scenario test, in parallel (one process per file)."""
+    files = sorted((rendered / "tests" / "promtool").glob("*.yaml"))
+
+    def run(path: Path):
+        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900)
+        return path.stem, (proc.returncode, proc.stdout + proc.stderr)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(run, files))
+
+
+@pytest.mark.parametrize("scenario", [p.stem for p in SCENARIOS])
+def test_scenario_passes_in_promtool(promtool_results, scenario):
+    rc, output = promtool_results[scenario]
+    assert rc == 0, f"promtool test rules tests/promtool/{scenario}.yaml failed " \
+                    f"(run `rulesgen replay fixtures/scenarios/{scenario}.yaml` for details):\n{output}"
+
+
+def test_replay_reports_first_firing_and_exits_zero():
+    result = run_cli("replay", "fixtures/scenarios/ecc-uncorrectable-preexisting.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("PASS ecc-uncorrectable-preexisting:")
+    assert any("GPUECCUncorrectable" in line and "gpu=6" in line and "[expected]" in line for line in lines)
+    assert lines[-1] == "1/1 scenarios match their expectations"
+
+
+def test_replay_exits_nonzero_on_a_mismatch(tmp_path):
+    src = (ROOT / "fixtures" / "scenarios" / "ecc-uncorrectable-preexisting.yaml").read_text()
+    wrong = tmp_path / "wrong-gpu.yaml"
+    wrong.write_text(src.replace("name: ecc-uncorrectable-preexisting", "name: wrong-gpu")
+                        .replace("gpu: '6'", "gpu: '5'", 1))
+    result = run_cli("replay", str(wrong))
+    assert result.returncode == 1
+    assert "FAIL wrong-gpu" in result.stdout
+    assert "MISSING: ecc_uncorrectable {'Hostname'" in result.stdout
+    assert "[FALSE ALERT]" in result.stdout
