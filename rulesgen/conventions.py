@@ -51,6 +51,17 @@ def runbook_url(base: str, failure_mode_id: str) -> str:
     return base.rstrip("/") + "/" + failure_mode_id.replace("_", "-") + ".md"
 
 
+def failure_mode_row_id(index_in_group: int) -> int:
+    """Panel id of a failure mode's row in its group's dashboard (index = position among the
+    catalog's failure modes of that group, from 0). Its first panel is row id + 1: the panel an
+    alert's dashboard_url opens with viewPanel."""
+    return 100 * (index_in_group + 1)
+
+
+def failure_mode_panel_id(index_in_group: int) -> int:
+    return failure_mode_row_id(index_in_group) + 1
+
+
 def dashboard_url(base: str, group: str, host_label: str, panel_id: int | None = None) -> str:
     dash = GROUP_DASHBOARD[group]
     url = f"{base.rstrip('/')}/d/{stable_uid(dash)}/{dash}"

@@ -68,7 +68,7 @@ def test_malformed_yaml_names_the_line(minimal_catalog):
     x = minimal_catalog / "xid.yaml"
     edit(x, "    class: reboot\n", "    class: [reboot\n")
     assert errors_of(load_catalog, minimal_catalog) == [
-        f"{x}:5:16: error[yaml-syntax]: expected ',' or ']', but got ':'",
+        f"{x}:5:16: error[yaml-syntax]: did not find expected ',' or ']'",
     ]
 
 

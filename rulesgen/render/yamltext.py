@@ -4,7 +4,7 @@ from __future__ import annotations
 import yaml
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):
     pass
 
 
