@@ -12,6 +12,7 @@ import click
 from . import artifacts as arts
 from .catalog import bundled_catalog_dir
 from .errors import RulesgenError
+from .render.counters import parse_counters
 from .replay import format_outcome, replay, run_promtool_test
 from .tools import ToolMissing
 
@@ -143,20 +144,65 @@ def replay_cmd(files, catalog, config, jobs):
 @main.command(name="list")
 @click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
 @click.option("--config", default=None)
-def list_cmd(catalog, config):
+@click.option("--counters", "counters_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A dcgm-exporter counters CSV: report the failure modes it leaves blind.")
+def list_cmd(catalog, config, counters_file):
     """Failure modes (active or not, and why) and metrics (which need profiling)."""
+    from .coverage import coverage
     plan = _plan(catalog, config, None)
     inactive = dict(plan.rules.inactive)
+    enabled = parse_counters(Path(counters_file).read_text()) if counters_file else None
+    report = coverage(plan.catalog, plan.rules, enabled) if enabled is not None else {}
     click.echo("FAILURE MODES")
     for fm in plan.catalog.failure_modes:
         state = f"inactive: {inactive[fm.id]}" if fm.id in inactive else "active"
+        if fm.id in report and report[fm.id].state != "covered":
+            state = report[fm.id].describe()
         prof = " [needs profiling]" if fm.needs_profiling else ""
         sev = "/".join(a.severity for a in fm.alerts)
         click.echo(f"  {fm.id:<26} {fm.group:<10} {sev:<24} {state}{prof}")
+    if enabled is not None:
+        blind = [fm_id for fm_id, c in report.items() if c.state == "blind"]
+        click.echo(f"\n{counters_file}: {len(blind)} failure mode(s) blind: {', '.join(blind) or 'none'}")
+        click.echo("render exporter/dcgm-counters.csv (make render) for a counters file that enables every field the rules read")
+        return
     click.echo("\nMETRICS")
     for m in plan.catalog.metrics:
         flags = ", ".join(x for x in ("profiling" if m.profiling else "", "default" if m.default_enabled else "opt-in") if x)
         click.echo(f"  {m.name:<48} {m.type:<8} {m.unit:<10} {flags}")
+
+
+@main.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def init(directory, force):
+    """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
+    from .init import scaffold
+    written, skipped = scaffold(Path(directory), force)
+    for rel in written:
+        click.echo(f"wrote {Path(directory, rel)}")
+    for rel in skipped:
+        click.echo(f"kept existing {Path(directory, rel)} (use --force to overwrite)")
+    click.echo("next: cd into it, run `make render`, commit, and let CI run `make test`")
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--config", default=None)
+def lint(files, config):
+    """Offline checks of rendered rule FILES (default alerts/prometheus/*.yaml), in the manner of pint."""
+    from .lint import lint_files
+    try:
+        from .settings import load_settings
+        settings = load_settings(_config(config))
+    except RulesgenError as exc:
+        _fail(exc)
+    paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
+    findings = lint_files(paths, settings.scrape_interval)
+    for f in findings:
+        click.echo(str(f))
+    click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
+    sys.exit(1 if findings else 0)
 
 
 @main.command()

@@ -24,6 +24,34 @@ class FailureModeSettings:
 
 
 @dataclass(frozen=True)
+class KubeOutput:
+    """One Kubernetes delivery format (PrometheusRule, VMRule, dashboard ConfigMaps, GrafanaDashboard)."""
+    enabled: bool = False
+    namespace: str = "monitoring"
+    labels: tuple[tuple[str, str], ...] = ()
+    folder: str = "GPU"  # dashboards: Grafana folder (ConfigMap annotation / GrafanaDashboard folder)
+    instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
+
+
+@dataclass(frozen=True)
+class Outputs:
+    prometheus_rule: KubeOutput = KubeOutput()
+    vmrule: KubeOutput = KubeOutput()
+    dashboard_configmaps: KubeOutput = KubeOutput()
+    grafana_operator: KubeOutput = KubeOutput()
+    alertmanager: bool = True
+    runbooks: bool = True
+    exporter_counters: bool = True
+
+
+@dataclass(frozen=True)
+class AlertmanagerSettings:
+    page_receiver: str = "gpu-pager"
+    ticket_receiver: str = "gpu-tickets"
+    null_receiver: str = "gpu-null"
+
+
+@dataclass(frozen=True)
 class Settings:
     selector: str = DEFAULT_SELECTOR
     host_label: str = "Hostname"
@@ -38,6 +66,9 @@ class Settings:
     extra_labels: tuple[tuple[str, str], ...] = ()
     disabled_groups: tuple[str, ...] = ()
     failure_modes: tuple[tuple[str, FailureModeSettings], ...] = ()
+    scrape_interval: int = 15
+    outputs: Outputs = Outputs()
+    alertmanager: AlertmanagerSettings = AlertmanagerSettings()
     source: str = "<defaults>"
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
 
@@ -107,6 +138,15 @@ def load_settings(path: Path | None) -> Settings:
             errors.add(top.at("evaluation_interval"), "bad-value", "evaluation_interval must be positive")
         else:
             kwargs["evaluation_interval"] = interval
+    scrape = top.duration("scrape_interval")
+    if scrape:
+        kwargs["scrape_interval"] = scrape
+    kwargs["outputs"] = _outputs(top.mapping("outputs"), errors)
+    am = Fields(top.mapping("alertmanager"), errors, "alertmanager")
+    kwargs["alertmanager"] = AlertmanagerSettings(**{
+        k: am.str(k, default=getattr(AlertmanagerSettings(), k), pattern=r"[A-Za-z0-9_.-]+")
+        for k in ("page_receiver", "ticket_receiver", "null_receiver")})
+    am.done()
     urls = Fields(top.mapping("urls"), errors, "urls")
     for key, attr in (("runbook_base", "runbook_base_url"), ("grafana_base", "grafana_base_url")):
         value = urls.str(key, pattern=r"https?://\S+")
@@ -167,6 +207,43 @@ def load_settings(path: Path | None) -> Settings:
     top.done()
     errors.raise_if_any()
     return Settings(**kwargs)
+
+
+_KUBE_FORMATS = ("prometheus_rule", "vmrule", "dashboard_configmaps", "grafana_operator")
+
+
+def _outputs(node, errors: Collector) -> Outputs:
+    f = Fields(node, errors, "outputs")
+    kube = {}
+    for name in _KUBE_FORMATS:
+        kf = Fields(f.mapping(name), errors, f"outputs.{name}")
+        default = KubeOutput()
+        kube[name] = KubeOutput(
+            enabled=bool(kf.bool("enabled", default=False)),
+            namespace=kf.str("namespace", default=default.namespace, pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
+            labels=_string_map(kf, "labels", errors, f"outputs.{name}.labels"),
+            folder=kf.str("folder", default=default.folder) if name in ("dashboard_configmaps", "grafana_operator") else default.folder,
+            instance_selector=(_string_map(kf, "instance_selector", errors, f"outputs.{name}.instance_selector")
+                               or default.instance_selector) if name == "grafana_operator" else default.instance_selector,
+        )
+        kf.done()
+    out = Outputs(**kube, alertmanager=bool(f.bool("alertmanager", default=True)),
+                  runbooks=bool(f.bool("runbooks", default=True)),
+                  exporter_counters=bool(f.bool("exporter_counters", default=True)))
+    f.done()
+    return out
+
+
+def _string_map(fields: Fields, key: str, errors: Collector, what: str) -> tuple[tuple[str, str], ...]:
+    node = fields.mapping(key)
+    inner = Fields(node, errors, what)
+    pairs = []
+    for k in node:
+        value = inner.str(k)
+        if value is not None:
+            pairs.append((k, value))
+    inner.done()
+    return tuple(sorted(pairs))
 
 
 def check_against_catalog(settings: Settings, catalog) -> None:

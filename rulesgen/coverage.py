@@ -1,0 +1,65 @@
+"""Which failure modes a dcgm-exporter counters file leaves blind: the raw fields each active alert
+reads, directly or through recording rules, against the fields the file enables."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import METRIC_TOKEN
+from .model import Catalog
+from .output import RuleSet
+from .promql import recorded_names
+
+# Series every Prometheus has, or that the exporter adds without a counters entry.
+ALWAYS_PRESENT = {"up"}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    state: str  # covered | partial | blind
+    missing: tuple[str, ...]
+
+    def describe(self) -> str:
+        if self.state == "blind":
+            return f"BLIND: needs {', '.join(self.missing)}"
+        return f"partial: missing {', '.join(self.missing)}"
+
+
+def fields_of(expr: str, records: dict[str, str]) -> set[str]:
+    seen, todo, fields = set(), [expr], set()
+    while todo:
+        e = todo.pop()
+        fields |= set(METRIC_TOKEN.findall(e))
+        for name in recorded_names(e):
+            if name in records and name not in seen:
+                seen.add(name)
+                todo.append(records[name])
+    return fields
+
+
+def coverage(catalog: Catalog, rules: RuleSet, enabled: set[str]) -> dict[str, Coverage]:
+    records = {r.record: r.expr for r in rules.rules if r.record}
+    enabled_canonical = {catalog.metric(n).name for n in enabled if _known(catalog, n)}
+    out = {}
+    for fm in catalog.failure_modes:
+        needed: set[str] = set()
+        for r in rules.rules:
+            if r.failure_mode == fm.id:
+                needed |= {catalog.metric(n).name for n in fields_of(r.expr, records)}
+        # DCGM_FI_DEV_GPU_TEMP etc. that only identify GPUs do not make a mode "see" its failure.
+        own = {catalog.metric(m).name for m in fm.metrics} & needed or needed
+        missing = tuple(sorted(own - enabled_canonical))
+        if not own or not missing:
+            out[fm.id] = Coverage("covered", ())
+        elif len(missing) == len(own):
+            out[fm.id] = Coverage("blind", missing)
+        else:
+            out[fm.id] = Coverage("partial", missing)
+    return out
+
+
+def _known(catalog: Catalog, name: str) -> bool:
+    try:
+        catalog.metric(name)
+        return True
+    except KeyError:
+        return False

@@ -1,0 +1,68 @@
+"""Kubernetes delivery formats: PrometheusRule, VMRule, dashboard ConfigMaps, GrafanaDashboard,
+and a kustomization.yaml per folder listing them."""
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from ..output import Artifact, RuleFile
+from ..settings import KubeOutput
+from .prometheus import groups_dict
+from .yamltext import dump, header
+
+PROMETHEUS_RULE = ("monitoring.coreos.com/v1", "PrometheusRule", "deploy/prometheus-operator")
+VMRULE = ("operator.victoriametrics.com/v1beta1", "VMRule", "deploy/victoriametrics-operator")
+
+
+def _name(path: str) -> str:
+    return "rulesgen-" + PurePosixPath(path).stem.replace("_", "-")
+
+
+def _metadata(name: str, out: KubeOutput, extra_labels=(), annotations=()) -> dict:
+    meta: dict = {"name": name, "namespace": out.namespace}
+    labels = {"app.kubernetes.io/managed-by": "rulesgen", **dict(out.labels), **dict(extra_labels)}
+    meta["labels"] = dict(sorted(labels.items()))
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return meta
+
+
+def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str, str, str]) -> list[Artifact]:
+    api, kind_name, folder = kind
+    artifacts = []
+    for f in rule_files:
+        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f)}
+        artifacts.append(Artifact(f"{folder}/{_name(f.path)}.yaml", header([f"{kind_name}: {f.description}"]) + dump(doc)))
+    return artifacts + [kustomization(folder, artifacts)]
+
+
+def dashboard_configmaps(dashboards: list[Artifact], out: KubeOutput) -> list[Artifact]:
+    """ConfigMaps labelled grafana_dashboard: "1" for the Grafana sidecar; folder from an annotation."""
+    folder = "deploy/grafana-dashboards"
+    artifacts = []
+    for d in dashboards:
+        name = "rulesgen-" + PurePosixPath(d.path).stem
+        doc = {"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": _metadata(name, out, (("grafana_dashboard", "1"),), (("grafana_folder", out.folder),)),
+               "data": {PurePosixPath(d.path).name: d.text}}
+        artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"Dashboard ConfigMap for the Grafana sidecar: {d.path}"]) + dump(doc)))
+    return artifacts + [kustomization(folder, artifacts)]
+
+
+def grafana_dashboards(dashboards: list[Artifact], out: KubeOutput) -> list[Artifact]:
+    """grafana-operator GrafanaDashboard resources (grafana.integreatly.org/v1beta1)."""
+    folder = "deploy/grafana-operator"
+    artifacts = []
+    for d in dashboards:
+        name = "rulesgen-" + PurePosixPath(d.path).stem
+        doc = {"apiVersion": "grafana.integreatly.org/v1beta1", "kind": "GrafanaDashboard",
+               "metadata": _metadata(name, out),
+               "spec": {"folder": out.folder, "instanceSelector": {"matchLabels": dict(out.instance_selector)},
+                        "json": d.text}}
+        artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"GrafanaDashboard for grafana-operator: {d.path}"]) + dump(doc)))
+    return artifacts + [kustomization(folder, artifacts)]
+
+
+def kustomization(folder: str, resources: list[Artifact]) -> Artifact:
+    doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+           "resources": sorted(PurePosixPath(a.path).name for a in resources)}
+    return Artifact(f"{folder}/kustomization.yaml", header(["kustomization listing the resources of this folder."]) + dump(doc))

@@ -1,0 +1,44 @@
+"""One Markdown runbook per failure mode, rendered from the catalog with jinja2 (sandboxed,
+StrictUndefined: a template typo is an error, never an empty section)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from .. import conventions
+from ..fields import format_duration
+from ..model import Catalog
+from ..output import Artifact, RuleSet
+from ..settings import Settings
+
+_ENV = SandboxedEnvironment(
+    loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
+    undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True, lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+
+
+def runbook_path(failure_mode_id: str) -> str:
+    return "runbooks/" + conventions.runbook_url("", failure_mode_id).lstrip("/")
+
+
+def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet) -> list[Artifact]:
+    template = _ENV.get_template("runbook.md.j2")
+    inactive = dict(rules.inactive)
+    out = []
+    for fm in catalog.failure_modes:
+        overrides = dict(settings.for_mode(fm.id).thresholds)
+        alerts = [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
+                   "for_text": format_duration(r.for_seconds), "expr": r.expr}
+                  for r in rules.rules if r.failure_mode == fm.id]
+        thresholds = [{"name": t.name, "value": overrides.get(t.name, t.value), "unit": t.unit, "source": " ".join(t.source.split())}
+                      for t in fm.thresholds]
+        index = [m.id for m in catalog.failure_modes if m.group == fm.group].index(fm.id)
+        dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
+                                              conventions.failure_mode_panel_id(index)).split("?")[0]
+        text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=inactive.get(fm.id, ""),
+                               dashboard=dashboard)
+        out.append(Artifact(runbook_path(fm.id), text))
+    return out
