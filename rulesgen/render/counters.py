@@ -22,12 +22,10 @@ def counters_csv(catalog: Catalog, rules: RuleSet) -> str:
              "# Format: DCGM FIELD, Prometheus metric type, help message", ""]
     for name in fields_read(catalog, rules):
         m = catalog.metric(name)
-        if name.startswith("DCGM_EXP_"):
-            lines.append(f"# {name} is exported by dcgm-exporter itself: enable it with its own flag "
-                         f"(e.g. --xid-count-window-size / --clock-events-count-window-size).")
-            continue
         lines.append(f"{name}, {m.type}, {m.help}")
-    lines += ["", "# Label fields", "DCGM_FI_DRIVER_VERSION, label, Driver Version"]
+    lines += ["", "# DCGM_EXP_* fields count events over a window set by dcgm-exporter flags",
+              "# (--xid-count-window-size, --clock-events-count-window-size; default 5 minutes).",
+              "", "# Label fields", "DCGM_FI_DRIVER_VERSION, label, Driver Version"]
     return "\n".join(lines) + "\n"
 
 

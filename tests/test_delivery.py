@@ -1,0 +1,175 @@
+"""Delivery into real stacks: Kubernetes resources, Alertmanager (real amtool), runbooks, init,
+lint and the dcgm-exporter counters."""
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli, tool
+from rulesgen.lint import lint_files
+
+
+def load(path: Path):
+    return yaml.safe_load(path.read_text())
+
+
+def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, tmp_path):
+    for folder, api, kind in (("prometheus-operator", "monitoring.coreos.com/v1", "PrometheusRule"),
+                              ("victoriametrics-operator", "operator.victoriametrics.com/v1beta1", "VMRule")):
+        d = rendered / "deploy" / folder
+        plain = {p.stem: load(p) for p in (rendered / "alerts" / "prometheus").glob("*.yaml")}
+        resources = sorted(p for p in d.glob("rulesgen-*.yaml"))
+        assert len(resources) == len(plain)
+        for p in resources:
+            doc = load(p)
+            assert (doc["apiVersion"], doc["kind"]) == (api, kind)
+            assert doc["metadata"]["namespace"] == "monitoring"
+            assert doc["spec"] == plain[p.stem.removeprefix("rulesgen-")]
+            spec = tmp_path / f"{folder}-{p.name}"
+            spec.write_text(yaml.safe_dump(doc["spec"]))
+            proc = subprocess.run([promtool, "check", "rules", str(spec)], capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+        kustomization = load(d / "kustomization.yaml")
+        assert kustomization["resources"] == [p.name for p in resources]
+    labels = load(rendered / "deploy/prometheus-operator/rulesgen-health.yaml")["metadata"]["labels"]
+    assert labels["release"] == "kube-prometheus-stack"
+
+
+def test_dashboard_resources_carry_every_dashboard(rendered):
+    dashboards = sorted((rendered / "dashboards").glob("*.json"))
+    if not dashboards:
+        pytest.fail("no dashboards rendered")
+    cms = [load(p) for p in sorted((rendered / "deploy/grafana-dashboards").glob("rulesgen-*.yaml"))]
+    assert len(cms) == len(dashboards)
+    for cm, dash in zip(cms, dashboards):
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["annotations"]["grafana_folder"] == "GPU"
+        assert cm["data"] == {dash.name: dash.read_text()}
+    for gd in (load(p) for p in (rendered / "deploy/grafana-operator").glob("rulesgen-*.yaml")):
+        assert gd["apiVersion"] == "grafana.integreatly.org/v1beta1" and gd["kind"] == "GrafanaDashboard"
+        assert gd["spec"]["instanceSelector"] == {"matchLabels": {"dashboards": "grafana"}}
+
+
+AMTOOL_ROUTES = [
+    ({"severity": "critical", "failure_mode": "ecc_uncorrectable"}, "gpu-pager"),
+    ({"severity": "warning", "failure_mode": "thermal_throttling"}, "gpu-tickets"),
+    ({"severity": "info", "failure_mode": "tensor_cores_idle"}, "gpu-null"),
+]
+
+
+def test_alertmanager_config_passes_amtool_and_routes_by_severity(rendered):
+    amtool = tool("amtool")
+    config = rendered / "alertmanager" / "rulesgen.yaml"
+    proc = subprocess.run([amtool, "check-config", str(config)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for labels, receiver in AMTOOL_ROUTES:
+        args = [f"{k}={v}" for k, v in labels.items()]
+        proc = subprocess.run([amtool, "config", "routes", "test", f"--config.file={config}", *args],
+                              capture_output=True, text=True)
+        assert proc.stdout.strip() == receiver, (labels, proc.stdout, proc.stderr)
+    doc = load(config)
+    assert {"failure_mode=\"gpu_lost\""} == set(doc["inhibit_rules"][0]["source_matchers"])
+    assert doc["inhibit_rules"][0]["equal"] == ["cluster", "Hostname", "gpu", "UUID"]
+    assert doc["route"]["routes"][0]["group_by"] == ["cluster", "Hostname", "failure_mode"]
+
+
+def test_amtool_rejects_a_broken_config(tmp_path, rendered):
+    amtool = tool("amtool")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((rendered / "alertmanager" / "rulesgen.yaml").read_text().replace("receiver: gpu-pager", "receiver: nobody"))
+    proc = subprocess.run([amtool, "check-config", str(bad)], capture_output=True, text=True)
+    assert proc.returncode != 0
+
+
+def test_every_runbook_url_resolves_to_a_runbook(rendered):
+    for f in (rendered / "alerts" / "prometheus").glob("*.yaml"):
+        for g in load(f)["groups"]:
+            for r in g["rules"]:
+                if "alert" in r:
+                    name = r["annotations"]["runbook_url"].rsplit("/", 1)[1]
+                    page = rendered / "runbooks" / name
+                    assert page.exists(), r["alert"]
+                    text = page.read_text()
+                    assert r["alert"] in text and "## What to do" in text and "```promql" in text
+
+
+def test_runbook_template_is_strict(tmp_path):
+    import jinja2
+
+    from rulesgen.render import runbooks
+    with pytest.raises(jinja2.UndefinedError):
+        runbooks._ENV.from_string("{{ fm.no_such_field }}").render(fm={})
+    with pytest.raises(jinja2.exceptions.SecurityError):
+        runbooks._ENV.from_string("{{ ''.__class__.__mro__ }}").render()
+
+
+def test_lint_passes_on_bundled_output(rendered):
+    assert lint_files(sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))) == []
+
+
+def test_lint_catches_planted_bad_rules(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("""\
+groups:
+- name: bad
+  rules:
+  - record: fleet:bad_util:avg
+    expr: avg by (cluster, pod) (DCGM_FI_DEV_GPU_UTIL)
+  - alert: BadAlert
+    expr: rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[30s]) > 0 and max_over_time(DCGM_FI_DEV_GPU_TEMP[2h]) > 80
+    labels:
+      severity: warning
+      value: "{{ $value }}"
+""")
+    assert [str(f) for f in lint_files([bad])] == [
+        f"{bad}:5: fleet-per-pod: fleet:bad_util:avg: fleet aggregate keeps per-pod labels (by (cluster, pod))",
+        f"{bad}:6: alert-for: BadAlert: alert has no `for`: one bad sample pages someone",
+        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'dashboard_url'",
+        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'description'",
+        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'runbook_url'",
+        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'summary'",
+        f"{bad}:6: contract-label: BadAlert: missing label 'action'",
+        f"{bad}:6: contract-label: BadAlert: missing label 'failure_mode'",
+        f"{bad}:7: rate-window: BadAlert: rate() over [30s] is shorter than 4x the scrape interval (60s)",
+        f"{bad}:7: raw-long-window: BadAlert: [2h] over raw series DCGM_FI_DEV_GPU_TEMP: downsample with a recording rule first",
+        f"{bad}:10: value-in-label: BadAlert: label 'value' uses $value: every new value starts a new alert",
+    ]
+    result = run_cli("lint", str(bad))
+    assert result.returncode == 1 and "rate-window" in result.stdout
+
+
+def test_counters_enable_what_the_rules_read(rendered, tmp_path):
+    csv = (rendered / "exporter" / "dcgm-counters.csv").read_text()
+    for field in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+                  "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_GPU_TEMP"):
+        assert f"\n{field}, " in csv
+    default = run_cli("list", "--counters", "/work/shared/dcgm/exporter-default-counters.csv"
+                      if Path("/work/shared/dcgm/exporter-default-counters.csv").exists()
+                      else str(rendered / "exporter" / "dcgm-counters.csv"))
+    assert default.returncode == 0
+    if "exporter-default-counters" in default.stdout:
+        assert "ecc_uncorrectable" in default.stdout.split("blind:")[1]
+    ours = run_cli("list", "--counters", str(rendered / "exporter" / "dcgm-counters.csv"))
+    assert "0 failure mode(s) blind: none" in ours.stdout
+    assert "BLIND" not in ours.stdout and "partial" not in ours.stdout
+    values = load(rendered / "exporter" / "dcgm-exporter-values.yaml")
+    assert values["customMetrics"] == csv
+
+
+def test_init_scaffolds_a_repo_whose_render_and_promtool_pass(tmp_path, promtool):
+    repo = tmp_path / "gitops"
+    result = run_cli("init", str(repo))
+    assert result.returncode == 0, result.stderr
+    for rel in ("rulesgen.yaml", "Makefile", ".github/workflows/gpu-rules.yaml", ".gitignore",
+                "scenarios/example-ghost-loss-dbe.yaml"):
+        assert (repo / rel).exists(), rel
+    again = run_cli("init", str(repo))
+    assert "kept existing" in again.stdout
+    render = run_cli("render", "--scenarios", "scenarios", cwd=repo)
+    assert render.returncode == 0, render.stderr
+    exe = Path(run_cli.__globals__["sys"].executable).with_name("rulesgen")
+    make = subprocess.run(["make", "test", f"PROMTOOL={promtool}", f"RULESGEN={exe}"], cwd=repo,
+                          capture_output=True, text=True)
+    assert make.returncode == 0, make.stdout + make.stderr
+    assert "SUCCESS" in make.stdout
