@@ -112,11 +112,16 @@ def test(catalog, config, scenarios, out):
 @click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
 @click.option("--config", default=None)
 @click.option("--jobs", "-j", default=os.cpu_count() or 1, show_default="CPU count", help="promtool runs in parallel.")
-def replay_cmd(files, catalog, config, jobs):
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Also draw the scenario's series and when each alert was pending/firing to this PNG "
+                   "(one scenario only; needs matplotlib: pip install 'rulesgen[plot]').")
+def replay_cmd(files, catalog, config, jobs, plot_path):
     """Replay scenario FILES through promtool: what fired, when, and whether it matches `expect`."""
     import tempfile
 
     from .scenarios import load_scenarios
+    if plot_path and len(files) != 1:
+        raise click.UsageError("--plot takes exactly one scenario file")
     plan = _plan(catalog, config, None)
     try:
         scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes])
@@ -137,8 +142,50 @@ def replay_cmd(files, catalog, config, jobs):
                     sys.exit(1)
                 click.echo(format_outcome(outcome, plan.settings.host_label))
                 failed += not outcome.ok
+        if plot_path:
+            _plot(scenarios[0], rule_paths, plan, Path(plot_path))
     click.echo(f"{len(scenarios) - failed}/{len(scenarios)} scenarios match their expectations")
     sys.exit(1 if failed else 0)
+
+
+def _plot(scenario, rule_paths, plan, out: Path) -> None:
+    from .plot import PlotUnavailable, draw, plot_data
+    try:
+        data = plot_data(scenario, rule_paths, plan.catalog, plan.settings.host_label)
+        draw(data, out, plan.settings.host_label)
+    except (PlotUnavailable, ToolMissing) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"plot: {out} ({len(data.metrics)} series panels, {len(data.spans)} pending/firing spans)")
+
+
+@main.command(name="push")
+@click.option("--grafana-url", required=True, help="Grafana base URL, e.g. https://grafana.example.com")
+@click.option("--folder", default=None, help="Grafana folder (default: dashboards.folder in rulesgen.yaml, else GPU).")
+@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per HTTP request.")
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+def push_cmd(grafana_url, folder, timeout, catalog, config):
+    """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
+    import json
+
+    from .build.dashboards import folder_uid
+    from .push import PushError, push
+    token = os.environ.get("GRAFANA_TOKEN", "")
+    if not token:
+        click.echo("error: GRAFANA_TOKEN is not set: export a Grafana service-account token with Editor rights", err=True)
+        sys.exit(2)
+    plan = _plan(catalog, config, None)
+    dashboards = [json.loads(a.text) for a in plan.artifacts if a.path.startswith("dashboards/") and a.path.endswith(".json")]
+    folder = folder or plan.settings.dashboards.folder
+    try:
+        pushed = push(grafana_url, token, dashboards, folder, folder_uid(folder), timeout)
+    except PushError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for d in pushed:
+        click.echo(f"  {d.uid}  {d.title:<20} version {d.version}  {d.url}")
+    click.echo(f"pushed {len(pushed)} dashboards into folder {folder!r} at {grafana_url}")
 
 
 @main.command(name="list")

@@ -166,6 +166,18 @@ class Fields:
             return empty
         return value
 
+    def str_map(self, key: str, what: str | None = None) -> tuple[tuple[str, str], ...]:
+        """A mapping of strings (labels, selectors), sorted by key."""
+        node = self.mapping(key)
+        inner = Fields(node, self.errors, what or f"{self.what}.{key}")
+        pairs = []
+        for k in node:
+            value = inner.str(k)
+            if value is not None:
+                pairs.append((k, value))
+        inner.done()
+        return tuple(sorted(pairs))
+
     def done(self) -> None:
         known = sorted(self.seen)
         for key in self.node:

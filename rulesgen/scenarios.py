@@ -94,20 +94,13 @@ def load_scenario(path: Path, failure_modes: list[str]) -> Scenario:
         if fm is not None and fm not in failure_modes:
             errors.add(ef.at("failure_mode"), "unknown-failure-mode",
                        f"unknown failure mode {fm!r}{did_you_mean(fm, failure_modes)}")
-        labels = ef.mapping("labels")
-        lf = Fields(labels, errors, "expect.labels")
-        pairs = []
-        for key in labels:
-            value = lf.str(key)
-            if value is not None:
-                pairs.append((key, value))
-        lf.done()
+        pairs = ef.str_map("labels", "expect.labels")
         after = ef.duration("after", required=True, default=0)
         within = ef.duration("within", required=True, default=0)
         if after is not None and duration is not None and after >= duration:
             errors.add(ef.at("after"), "bad-value", f"expect.after ({after}s) must be before the end of the replay ({duration}s)")
         if fm is not None:
-            expect.append(Expectation(fm, tuple(sorted(pairs)), after or 0, within or 0))
+            expect.append(Expectation(fm, pairs, after or 0, within or 0))
         ef.done()
     also = f.str_list("also_allowed")
     aw = f.at("also_allowed")

@@ -52,6 +52,16 @@ class AlertmanagerSettings:
 
 
 @dataclass(frozen=True)
+class DashboardSettings:
+    """The `dashboards:` section: where dashboards go in Grafana and what a GPU-hour costs."""
+    folder: str = "GPU"  # `rulesgen push` and the file-provisioning provider
+    provisioning_path: str = "/var/lib/grafana/dashboards/rulesgen"
+    currency_unit: str = "currencyUSD"  # a Grafana unit id
+    price_default: float = 2.0  # per GPU-hour, for models no price pattern matches
+    prices: tuple[tuple[str, float], ...] = ()  # (anchored modelName regex, price per GPU-hour); first match wins
+
+
+@dataclass(frozen=True)
 class Settings:
     selector: str = DEFAULT_SELECTOR
     host_label: str = "Hostname"
@@ -69,6 +79,7 @@ class Settings:
     scrape_interval: int = 15
     outputs: Outputs = Outputs()
     alertmanager: AlertmanagerSettings = AlertmanagerSettings()
+    dashboards: DashboardSettings = DashboardSettings()
     source: str = "<defaults>"
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
 
@@ -153,15 +164,7 @@ def load_settings(path: Path | None) -> Settings:
         if value is not None:
             kwargs[attr] = value
     urls.done()
-    extra = top.mapping("extra_labels")
-    extra_fields = Fields(extra, errors, "extra_labels")
-    pairs = []
-    for key in extra:
-        value = extra_fields.str(key)
-        if value is not None:
-            pairs.append((key, value))
-    extra_fields.done()
-    kwargs["extra_labels"] = tuple(sorted(pairs))
+    kwargs["extra_labels"] = top.str_map("extra_labels", "extra_labels")
     groups = top.mapping("groups")
     gfields = Fields(groups, errors, "groups")
     disabled = []
@@ -204,6 +207,7 @@ def load_settings(path: Path | None) -> Settings:
         mf.done()
     kwargs["failure_modes"] = tuple(mode_settings)
     kwargs["where_of_mode"] = tuple(wheres)
+    kwargs["dashboards"] = _dashboard_settings(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
     top.done()
     errors.raise_if_any()
     return Settings(**kwargs)
@@ -221,10 +225,9 @@ def _outputs(node, errors: Collector) -> Outputs:
         kube[name] = KubeOutput(
             enabled=bool(kf.bool("enabled", default=False)),
             namespace=kf.str("namespace", default=default.namespace, pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
-            labels=_string_map(kf, "labels", errors, f"outputs.{name}.labels"),
+            labels=kf.str_map("labels"),
             folder=kf.str("folder", default=default.folder) if name in ("dashboard_configmaps", "grafana_operator") else default.folder,
-            instance_selector=(_string_map(kf, "instance_selector", errors, f"outputs.{name}.instance_selector")
-                               or default.instance_selector) if name == "grafana_operator" else default.instance_selector,
+            instance_selector=(kf.str_map("instance_selector") or default.instance_selector) if name == "grafana_operator" else default.instance_selector,
         )
         kf.done()
     out = Outputs(**kube, alertmanager=bool(f.bool("alertmanager", default=True)),
@@ -234,16 +237,33 @@ def _outputs(node, errors: Collector) -> Outputs:
     return out
 
 
-def _string_map(fields: Fields, key: str, errors: Collector, what: str) -> tuple[tuple[str, str], ...]:
-    node = fields.mapping(key)
-    inner = Fields(node, errors, what)
-    pairs = []
-    for k in node:
-        value = inner.str(k)
+def _dashboard_settings(fields: Fields, errors: Collector) -> DashboardSettings:
+    kwargs: dict = {}
+    for key, attr, pattern in (("folder", "folder", r"\S.*"), ("provisioning_path", "provisioning_path", r"/\S*"),
+                               ("currency", "currency_unit", r"[A-Za-z0-9_:.-]+")):
+        value = fields.str(key, pattern=pattern)
         if value is not None:
-            pairs.append((k, value))
-    inner.done()
-    return tuple(sorted(pairs))
+            kwargs[attr] = value
+    price = Fields(fields.mapping("price_per_gpu_hour"), errors, "dashboards.price_per_gpu_hour")
+    default = price.num("default", minimum=0)
+    if default is not None:
+        kwargs["price_default"] = float(default)
+    models = price.mapping("models")
+    model_fields = Fields(models, errors, "dashboards.price_per_gpu_hour.models")
+    prices = []
+    for pattern in models:
+        value = model_fields.num(pattern, minimum=0)
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            errors.add(models.key_where[pattern], "bad-regex", f"dashboards.price_per_gpu_hour.models: {pattern!r}: {exc}")
+            continue
+        if value is not None:
+            prices.append((pattern, float(value)))
+    model_fields.done()
+    price.done()
+    fields.done()
+    return DashboardSettings(**kwargs, prices=tuple(prices))
 
 
 def check_against_catalog(settings: Settings, catalog) -> None:

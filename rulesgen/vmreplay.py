@@ -212,6 +212,7 @@ class VictoriaMetrics:
                  "-search.disableCache",         # rules write into the past: never serve cached answers
                  "-search.latencyOffset=0s",
                  "-search.maxPointsPerTimeseries=100000",
+                 "-maxInsertRequestSize=1GB",      # vmalert sends what is left in its queue in one request
                  "-loggerLevel=ERROR", *self.extra_flags],
                 stdout=self._log, stderr=subprocess.STDOUT)
             deadline = time.monotonic() + timeout
@@ -232,6 +233,15 @@ class VictoriaMetrics:
             return Path(self.dir, "victoria-metrics.log").read_text(errors="replace")[-4000:]
         except OSError:
             return ""
+
+    def errors(self) -> list[str]:
+        """Error lines victoria-metrics logged so far (it answers 204 to an import even when it skipped
+        lines it could not parse, and only logs them)."""
+        try:
+            text = Path(self.dir, "victoria-metrics.log").read_text(errors="replace")
+        except (OSError, TypeError):
+            return []
+        return [line for line in text.splitlines() if "\terror\t" in line or "\tfatal\t" in line or "\tpanic\t" in line]
 
     def _kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -389,13 +399,21 @@ def run_vmalert(vm: VictoriaMetrics, rule_file: Path, start: int, end: int, inte
            "-replay.maxDatapointsPerQuery=100000",  # one range query per rule: `for` state spans the run
            "-replay.disableProgressBar",
            "-remoteWrite.flushInterval=100ms",
+           "-remoteWrite.maxBatchSize=200",
+           "-remoteWrite.maxQueueSize=10000000",
+           "-remoteWrite.concurrency=2",
            "-httpListenAddr=127.0.0.1:0",
-           "-loggerLevel=ERROR"]
+           "-loggerLevel=WARN"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
+    output = proc.stdout + proc.stderr
+    # vmalert drops a remote-write batch after 5 failed attempts with only a log line and exit code 0:
+    # any warning or error means results may be missing.
+    problems = [line for line in output.splitlines() if "\twarn\t" in line or "\terror\t" in line
+                or "\tfatal\t" in line or "\tpanic\t" in line]
+    if proc.returncode != 0 or problems:
         raise VMReplayError(f"vmalert replay of {rule_file.name} failed (exit {proc.returncode}):\n"
-                            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc.stdout + proc.stderr
+                            + "\n".join(problems[:20] or output.splitlines()[-40:]))
+    return output
 
 
 # --------------------------------------------------------------------------------------------------
@@ -466,4 +484,7 @@ def replay_all(scenarios: list[Scenario], rule_paths: list[Path], jobs: int = 2,
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(replay_scenario, vm, s, levels, bases[s.name], Path(tmp), vmalert)
                        for s in scenarios]
-            return [f.result() for f in futures]
+            results = [f.result() for f in futures]
+        if vm.errors():
+            raise VMReplayError("victoria-metrics logged errors (data may be missing):\n" + "\n".join(vm.errors()[:20]))
+        return results

@@ -35,31 +35,31 @@ def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str,
     return artifacts + [kustomization(folder, artifacts)]
 
 
-def dashboard_configmaps(dashboards: list[Artifact], out: KubeOutput) -> list[Artifact]:
-    """ConfigMaps labelled grafana_dashboard: "1" for the Grafana sidecar; folder from an annotation."""
-    folder = "deploy/grafana-dashboards"
+def _dashboard_resources(dashboards: list[Artifact], folder: str, what: str, document) -> list[Artifact]:
     artifacts = []
     for d in dashboards:
         name = "rulesgen-" + PurePosixPath(d.path).stem
-        doc = {"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": _metadata(name, out, (("grafana_dashboard", "1"),), (("grafana_folder", out.folder),)),
-               "data": {PurePosixPath(d.path).name: d.text}}
-        artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"Dashboard ConfigMap for the Grafana sidecar: {d.path}"]) + dump(doc)))
+        artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"{what}: {d.path}"]) + dump(document(name, d))))
     return artifacts + [kustomization(folder, artifacts)]
+
+
+def dashboard_configmaps(dashboards: list[Artifact], out: KubeOutput) -> list[Artifact]:
+    """ConfigMaps labelled grafana_dashboard: "1" for the Grafana sidecar; folder from an annotation."""
+    def document(name, d):
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": _metadata(name, out, (("grafana_dashboard", "1"),), (("grafana_folder", out.folder),)),
+                "data": {PurePosixPath(d.path).name: d.text}}
+    return _dashboard_resources(dashboards, "deploy/grafana-dashboards", "Dashboard ConfigMap for the Grafana sidecar", document)
 
 
 def grafana_dashboards(dashboards: list[Artifact], out: KubeOutput) -> list[Artifact]:
     """grafana-operator GrafanaDashboard resources (grafana.integreatly.org/v1beta1)."""
-    folder = "deploy/grafana-operator"
-    artifacts = []
-    for d in dashboards:
-        name = "rulesgen-" + PurePosixPath(d.path).stem
-        doc = {"apiVersion": "grafana.integreatly.org/v1beta1", "kind": "GrafanaDashboard",
-               "metadata": _metadata(name, out),
-               "spec": {"folder": out.folder, "instanceSelector": {"matchLabels": dict(out.instance_selector)},
-                        "json": d.text}}
-        artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"GrafanaDashboard for grafana-operator: {d.path}"]) + dump(doc)))
-    return artifacts + [kustomization(folder, artifacts)]
+    def document(name, d):
+        return {"apiVersion": "grafana.integreatly.org/v1beta1", "kind": "GrafanaDashboard",
+                "metadata": _metadata(name, out),
+                "spec": {"folder": out.folder, "instanceSelector": {"matchLabels": dict(out.instance_selector)},
+                         "json": d.text}}
+    return _dashboard_resources(dashboards, "deploy/grafana-operator", "GrafanaDashboard for grafana-operator", document)
 
 
 def kustomization(folder: str, resources: list[Artifact]) -> Artifact:
