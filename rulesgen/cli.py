@@ -35,11 +35,28 @@ def _fail(exc: RulesgenError) -> None:
     sys.exit(1)
 
 
-def _plan(catalog, config, scenarios):
+def _plan(catalog, config, scenarios, parse_with_promtool=False):
     try:
-        return arts.plan(Path(catalog), _config(config), Path(scenarios) if scenarios else None)
+        plan = arts.plan(Path(catalog), _config(config), Path(scenarios) if scenarios else None)
+        if parse_with_promtool:
+            _promtool_parse(plan)
+        return plan
     except RulesgenError as exc:
         _fail(exc)
+
+
+def _promtool_parse(plan) -> None:
+    """Full PromQL parse by the real promtool when it is available (the loader only checks brackets)."""
+    from .tools import find_tool
+    from .validate import promtool_problems
+    try:
+        promtool = find_tool("promtool")
+    except ToolMissing:
+        click.echo("note: promtool not found, PromQL checked for balanced brackets only (run `make tools`)", err=True)
+        return
+    problems = promtool_problems(plan.rules, promtool)
+    if problems:
+        raise RulesgenError(problems)
 
 
 common = [
@@ -65,7 +82,7 @@ def main():
 @click.option("--out", default=".", show_default=True, help="Output root (alerts/, tests/promtool/ ...).")
 def render(catalog, config, scenarios, out):
     """Render every output file (all or none)."""
-    plan = _plan(catalog, config, scenarios)
+    plan = _plan(catalog, config, scenarios, parse_with_promtool=True)
     changed = arts.write_all(Path(out), plan.artifacts)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
@@ -77,7 +94,7 @@ def render(catalog, config, scenarios, out):
 @click.option("--out", default=".", show_default=True)
 def check(catalog, config, scenarios, out):
     """Fail when the committed outputs differ from a fresh render."""
-    plan = _plan(catalog, config, scenarios)
+    plan = _plan(catalog, config, scenarios, parse_with_promtool=True)
     diffs = arts.differences(Path(out), plan.artifacts)
     if diffs:
         for d in diffs:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import Where
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -13,6 +15,7 @@ class Rule:
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = ()
     failure_mode: str | None = None
+    source: Where | None = field(default=None, compare=False)  # catalog position it was built from
 
 
 @dataclass(frozen=True)

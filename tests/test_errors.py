@@ -142,3 +142,17 @@ def test_usage_error_exits_2():
     result = run_cli("explain", "no_such_mode")
     assert result.returncode == 2
     assert "unknown failure mode 'no_such_mode'" in result.stderr
+
+
+def test_promql_that_does_not_parse_names_the_catalog_line(minimal_catalog, tmp_path, promtool):
+    """Balanced but invalid PromQL gets past the loader; promtool's parse maps back to the catalog."""
+    fm = minimal_catalog / "failure_modes.yaml"
+    edit(fm, "expr: gpu:dcgm_gpu_temp:max > [[ t.celsius ]]", "expr: gpu:dcgm_gpu_temp:max > > [[ t.celsius ]]")
+    out = tmp_path / "out"
+    result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{fm}:19:9: error[promql-parse]: GPUHotGPU: promtool: could not parse expression: 2:27: parse error: unexpected <op:>>",
+        "1 error(s); nothing written.",
+    ]
+    assert not out.exists()

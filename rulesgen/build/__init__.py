@@ -1,0 +1,1 @@
+"""Builders: pure functions from Catalog + Settings to output models (no I/O)."""

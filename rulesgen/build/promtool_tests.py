@@ -1,0 +1,97 @@
+"""Scenarios -> promtool unit-test documents.
+
+Each expectation becomes a promql_expr_test whose answer is 1 exactly when the alert first fired
+inside [after, after + within]; one more test lists every firing alert that no expectation or
+also_allowed covers and expects none. First-firing times come from a subquery over
+timestamp(ALERTS), filtered to few series so that promtool's 10,000-sample limit holds.
+"""
+from __future__ import annotations
+
+from ..fields import format_duration
+from ..scenarios import Expectation, Scenario
+
+
+def firing(matchers: dict[str, str]) -> str:
+    parts = ['alertstate="firing"'] + [f'{k}="{_q(v)}"' for k, v in sorted(matchers.items())]
+    return "ALERTS{" + ", ".join(parts) + "}"
+
+
+def _q(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def replay_range(s: Scenario) -> str:
+    return format_duration(s.duration + s.evaluation_interval)
+
+
+def first_firing_expr(s: Scenario, matchers: dict[str, str]) -> str:
+    return f"min(min_over_time(timestamp({firing(matchers)})[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))"
+
+
+def expectation_expr(s: Scenario, e: Expectation) -> str:
+    first = first_firing_expr(s, {"failure_mode": e.failure_mode, **dict(e.labels)})
+    return f"({first} >= bool {e.after}) * ({first} <= bool {e.after + e.within})"
+
+
+def unexpected_expr(s: Scenario) -> str:
+    window = replay_range(s)
+    expected = sorted({e.failure_mode for e in s.expect} - set(s.also_allowed))
+    known = "|".join(sorted(set(expected) | set(s.also_allowed)))
+    terms = []
+    if known:
+        terms.append(f'max_over_time(ALERTS{{alertstate="firing", failure_mode!~"{known}"}}[{window}])')
+    else:
+        terms.append(f'max_over_time(ALERTS{{alertstate="firing"}}[{window}])')
+    for fm in expected:
+        term = f"max_over_time({firing({'failure_mode': fm})}[{window}])"
+        for e in s.expect:
+            if e.failure_mode == fm:
+                term += f"\n  unless max_over_time({firing({'failure_mode': fm, **dict(e.labels)})}[{window}])"
+        terms.append(f"({term})")
+    return "\nor ".join(terms)
+
+
+def scenario_test(s: Scenario, rule_files: list[str]) -> dict:
+    tests = [{"expr": expectation_expr(s, e), "eval_time": format_duration(s.duration),
+              "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect]
+    tests.append({"expr": unexpected_expr(s), "eval_time": format_duration(s.duration), "exp_samples": []})
+    return _document(s, rule_files, tests)
+
+
+def listing_test(s: Scenario, rule_files: list[str]) -> dict:
+    """Replay phase 1: every alert series that fired (promtool prints them as the failure's 'got')."""
+    expr = f'max_over_time(ALERTS{{alertstate="firing"}}[{replay_range(s)}])'
+    return _document(s, rule_files, [{"expr": expr, "eval_time": format_duration(s.duration), "exp_samples": []}])
+
+
+def per_mode_test(s: Scenario, rule_files: list[str], failure_modes: list[str]) -> dict:
+    """First firing of every alert series, one query per failure mode (each stays under promtool's
+    sample limit while few series of that mode fire); the time travels in a label."""
+    tests = [{"expr": f'count_values without () ("first_firing", min_over_time(timestamp({firing({"failure_mode": fm})})'
+                      f'[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))',
+              "eval_time": format_duration(s.duration), "exp_samples": []} for fm in failure_modes]
+    return _document(s, rule_files, tests)
+
+
+def timing_test(s: Scenario, rule_files: list[str], fired: list[dict[str, str]]) -> dict:
+    """Replay phase 2: first-firing time of each fired series, carried in a label (promtool prints
+    values with two significant digits, labels exactly)."""
+    tests = []
+    for labels in fired:
+        inner = first_firing_expr(s, {k: v for k, v in labels.items() if k != "alertstate"})
+        tests.append({"expr": f'count_values("first_firing", {inner})', "eval_time": format_duration(s.duration),
+                      "exp_samples": []})
+    return _document(s, rule_files, tests)
+
+
+def _document(s: Scenario, rule_files: list[str], promql_tests: list[dict]) -> dict:
+    return {
+        "rule_files": list(rule_files),
+        "evaluation_interval": format_duration(s.evaluation_interval),
+        "tests": [{
+            "name": s.name,
+            "interval": format_duration(s.interval),
+            "input_series": [{"series": series, "values": values} for series, values in s.series],
+            "promql_expr_test": promql_tests,
+        }],
+    }

@@ -1,0 +1,180 @@
+"""Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
+from __future__ import annotations
+
+import re
+
+
+
+from .. import conventions, promql
+from ..catalog import METRIC_TOKEN
+from ..errors import Collector
+from ..model import Catalog, FailureMode
+from ..output import Rule, RuleFile, RuleGroup, RuleSet
+from ..settings import Settings
+from . import templates
+
+RULE_FILES = (
+    ("recording", "Recording rules the alerts read: normalised per-GPU signals, model limits, job and peer statistics."),
+    ("aggregates", "Recording rules for dashboards: node, job and fleet aggregates (no alert reads them)."),
+    ("health", "Health alerts: hardware failure modes (drain / investigate)."),
+    ("efficiency", "Efficiency alerts: how well jobs use their GPUs (optimize)."),
+    ("baselines", "Baseline alerts: GPUs far from their peers or their own history."),
+    ("fleet", "Fleet alerts: guards over the other alerts (reads ALERTS)."),
+)
+
+
+def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
+    errors = Collector()
+    base = templates.base_context(catalog, settings)
+    recorded = {s.record for s in catalog.signals} | {conventions.limit_record(k) for k in catalog.limit_keys}
+    known_metrics = {n for m in catalog.metrics for n in m.names}
+
+    recording: list[Rule] = []
+    limit_keys = _used_limit_keys(catalog)
+    for signal in catalog.signals:
+        expr = templates.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
+        _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics)
+        recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
+        if signal.record == "gpu:dcgm_reporting:timestamp":
+            recording.extend(_model_limit_rules(catalog, limit_keys))
+
+    inactive = []
+    alert_groups: dict[str, list[Rule]] = {}
+    for fm in catalog.failure_modes:
+        reason = _inactive_reason(fm, settings)
+        if reason:
+            inactive.append((fm.id, reason))
+            continue
+        context = templates.mode_context(base, fm, settings)
+        workload_from = templates.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
+        _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
+        for spec in fm.alerts:
+            what = f"failure mode {fm.id} ({spec.severity})"
+            expr = templates.render(spec.expr, context, spec.where, errors, what)
+            _check_expr(expr, spec.where, errors, what, recorded, known_metrics)
+            summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
+            description = templates.render(spec.description, context, spec.where, errors, what + " description")
+            alert_groups.setdefault(fm.group, []).append(
+                _alert_rule(fm, spec, expr, summary, description, workload_from, settings,
+                            [m.id for m in catalog.failure_modes if m.group == fm.group].index(fm.id)))
+
+    errors.raise_if_any()
+    alert_rules = [r for rules in alert_groups.values() for r in rules]
+    needed = _needed_records(recording, alert_rules)
+    files = []
+    for kind, description in RULE_FILES:
+        if kind == "recording":
+            rules = [r for r in recording if r.record in needed]
+            group = conventions.recording_group("gpu")
+        elif kind == "aggregates":
+            rules = [r for r in recording if r.record not in needed]
+            group = conventions.recording_group("aggregate")
+        else:
+            rules = alert_groups.get(kind, [])
+            group = conventions.alert_group(kind)
+        if rules:
+            files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name=group, rules=tuple(rules)),),
+                                  description=description))
+    return RuleSet(files=tuple(files), inactive=tuple(inactive))
+
+
+def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
+    """Recording rules the alerts read, directly or through other recording rules. The rest only
+    feed dashboards: they go to aggregates.yaml, which scenario tests need not evaluate."""
+    by_name = {r.record: r for r in recording}
+    todo = [name for a in alert_rules for name in promql.recorded_names(a.expr)]
+    needed: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in needed or name not in by_name:
+            continue
+        needed.add(name)
+        todo.extend(promql.recorded_names(by_name[name].expr))
+    return needed
+
+
+def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
+    mode = settings.for_mode(fm.id)
+    if mode.enabled is False:
+        return "disabled in rulesgen.yaml"
+    if fm.group in settings.disabled_groups and mode.enabled is not True:
+        return f"group {fm.group} disabled in rulesgen.yaml"
+    if fm.needs_profiling and not settings.profiling:
+        return "needs DCGM profiling fields (profiling: false in rulesgen.yaml)"
+    return None
+
+
+def _used_limit_keys(catalog: Catalog) -> list[str]:
+    """Only the limits some expression reads: each costs a selector per model at every evaluation."""
+    texts = [s.expr for s in catalog.signals] + [a.expr for fm in catalog.failure_modes for a in fm.alerts]
+    return [k for k in catalog.limit_keys if any(re.search(r"limit\.%s\b" % k, t) for t in texts)]
+
+
+def _model_limit_rules(catalog: Catalog, keys: list[str]) -> list[Rule]:
+    """One series per GPU and limit key: the value of the gpu_models.yaml entry whose regex matches
+    its modelName, else the default. Models sharing a value share one selector (patterns are
+    mutually exclusive; tests check that), which keeps the per-evaluation cost to a few selectors."""
+    rules = []
+    carrier = "gpu:dcgm_reporting:timestamp"
+    for key in keys:
+        by_value: dict[float, list[str]] = {}
+        for m in catalog.gpu_models:
+            by_value.setdefault(m.limit(key), []).append(m.match)
+        terms = [f'{carrier}{{modelName=~"{_escape("|".join(patterns))}"}} * 0 + {promql.format_number(value)}'
+                 for value, patterns in by_value.items()]
+        terms.append(f"{carrier} * 0 + {promql.format_number(catalog.gpu_default.limit(key))}")
+        rules.append(Rule(record=conventions.limit_record(key), expr="\n  or ".join(f"({t})" for t in terms)))
+    return rules
+
+
+def _escape(regex: str) -> str:
+    return regex.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str, workload_from: str,
+                settings: Settings, index_in_group: int) -> Rule:
+    mode = settings.for_mode(fm.id)
+    severity = dict(mode.severity).get(spec.severity, spec.severity)
+    if fm.scope == "gpu":
+        expr = _with_workload(expr, workload_from, settings)
+    labels = {**dict(settings.extra_labels), "severity": severity, "failure_mode": fm.id, "action": spec.action}
+    annotations = {
+        "summary": summary,
+        "description": description,
+        "runbook_url": conventions.runbook_url(settings.runbook_base_url, fm.id),
+        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
+                                                   conventions.failure_mode_panel_id(index_in_group)),
+    }
+    return Rule(
+        alert=conventions.alert_name(fm.id, spec.severity, len(fm.alerts)), expr=expr,
+        for_seconds=mode.for_seconds if mode.for_seconds is not None else spec.for_seconds,
+        labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())), failure_mode=fm.id,
+        source=spec.where)
+
+
+def _with_workload(expr: str, workload_from: str, settings: Settings) -> str:
+    """Attach namespace/pod of the job on the GPU (when there is one) so the alert names the job.
+    gpu:dcgm_workload:info has one series per reporting GPU, so the join drops nothing."""
+    on = promql.by(settings.gpu_identity)
+    wl = promql.by(settings.workload_labels)
+    inner = _indent(expr.strip(), 2)
+    return f"(\n{inner}\n)\n* on ({on}) group_left ({wl}) {workload_from}"
+
+
+def _indent(text: str, n: int) -> str:
+    return "\n".join((" " * n + line) if line else line for line in text.splitlines())
+
+
+def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics) -> None:
+    if not expr:
+        return
+    for problem in promql.syntax_problems(expr):
+        errors.add(where, "promql-syntax", f"{what}: {problem}")
+    for name in sorted(promql.recorded_names(expr) - recorded):
+        from ..fields import did_you_mean
+        errors.add(where, "unknown-signal", f"{what}: unknown recording rule {name!r}{did_you_mean(name, recorded)}")
+    for name in sorted(set(METRIC_TOKEN.findall(expr)) - known_metrics):
+        errors.add(where, "unknown-metric", f"{what}: unknown metric {name!r}")
+
+
+

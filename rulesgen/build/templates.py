@@ -1,0 +1,109 @@
+"""Fill the catalog's expression and annotation templates ([[ ]] placeholders).
+
+Jinja2 runs sandboxed with StrictUndefined: a typo such as [[ t.trheshold ]] or [[ m.DCGM_FI_NOPE ]]
+is an error naming the catalog line, never an empty string in a rule.
+"""
+from __future__ import annotations
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from .. import conventions, promql
+from ..errors import Collector, Where
+from ..fields import did_you_mean
+from ..model import Catalog, FailureMode
+from ..settings import Settings
+
+_ENV = SandboxedEnvironment(
+    variable_start_string="[[", variable_end_string="]]",
+    block_start_string="[%", block_end_string="%]",
+    comment_start_string="[#", comment_end_string="#]",
+    undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False,
+)
+
+
+class _Lookup(dict):
+    """A mapping whose missing keys raise a readable error (with did-you-mean)."""
+
+    def __init__(self, what: str, items: dict):
+        super().__init__(items)
+        self.what = what
+
+    def __getattr__(self, key):
+        if key.startswith("__"):
+            raise AttributeError(key)
+        return self[key]
+
+    def __missing__(self, key):
+        raise KeyError(f"unknown {self.what} {key!r}{did_you_mean(key, list(self))}")
+
+
+def base_context(catalog: Catalog, settings: Settings) -> dict:
+    sel = settings.selector
+    metrics = {n: m for m in catalog.metrics for n in m.names}
+
+    def metric(name):
+        if name not in metrics:
+            raise KeyError(f"unknown metric {name!r}{did_you_mean(name, list(metrics))}")
+        return metrics[name]
+
+    def series(name, extra=""):
+        return promql.selector(metric(name), sel + (", " + extra if extra else ""))
+
+    def counter_fn(fn):
+        """rate()/increase() over every name of a counter, dropping windows that hold a sentinel.
+
+        Each name is its own term joined with `or`: a regex on __name__ inside rate() would yield
+        duplicate series (the name is dropped) if an exporter sent both names at once."""
+        def apply(name, window):
+            m = metric(name)
+            limit = promql.format_number(m.valid_max)
+            return " or ".join(
+                f"({fn}({n}{{{sel}}}[{window}]) and max_over_time({n}{{{sel}}}[{window}]) < {limit})" for n in m.names)
+        return apply
+
+    xid_classes: dict[str, list[str]] = {}
+    for x in catalog.xids:
+        xid_classes.setdefault(x.xid_class, []).append(str(x.code))
+    xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
+    xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
+
+    return {
+        "sel": sel,
+        "m": _Lookup("metric", {n: promql.selector(m, sel) for n, m in metrics.items()}),
+        "v": _Lookup("metric", {n: promql.valid(m, sel) for n, m in metrics.items()}),
+        "series": series,
+        "rate": counter_fn("rate"),
+        "increase": counter_fn("increase"),
+        "gpu": promql.by(settings.gpu_labels),
+        "gpu_id": promql.by(settings.gpu_identity),
+        "node": promql.by(settings.node_labels),
+        "fleet": settings.cluster_label,
+        "job": promql.by((settings.cluster_label, settings.namespace_label, "workload")),
+        "host": settings.host_label,
+        "cluster": settings.cluster_label,
+        "ns": settings.namespace_label,
+        "pod": settings.pod_label,
+        "workload_regex": settings.workload_regex.replace("\\", "\\\\").replace('"', '\\"'),
+        "limit": _Lookup("gpu model limit", {k: conventions.limit_record(k) for k in catalog.limit_keys}),
+        "xid": _Lookup("XID class", xid),
+    }
+
+
+def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
+    overrides = dict(settings.for_mode(fm.id).thresholds)
+    values = {t.name: promql.format_number(overrides.get(t.name, t.value)) for t in fm.thresholds}
+    return {**base, "t": _Lookup(f"threshold of {fm.id}", values)}
+
+
+def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:
+    try:
+        return _ENV.from_string(template).render(**context).strip()
+    except jinja2.TemplateSyntaxError as exc:
+        errors.add(Where(where.path, where.line + max(exc.lineno - 1, 0), where.col), "template-syntax", f"{what}: {exc.message}")
+    except (jinja2.UndefinedError, KeyError, AttributeError) as exc:
+        message = exc.args[0] if exc.args else str(exc)
+        errors.add(where, "unknown-reference", f"{what}: {message}")
+    except jinja2.TemplateError as exc:  # pragma: no cover - defensive
+        errors.add(where, "template-error", f"{what}: {exc}")
+    return ""
