@@ -10,11 +10,12 @@ rule files on MetricsQL and vmalert:
 3. run `vmalert -replay.*` once per dependency level of the rules (`rule_levels`): level 0 reads only
    raw series, level n reads rules of levels < n (the fleet alert reads ALERTS, so it runs after every
    other alert). Between levels the written samples are made searchable with /internal/force_flush, so
-   no `-replay.rulesDelay` sleeps are needed and every rule sees its inputs at the same timestamp, as in
-   promtool;
+   no `-replay.rulesDelay` sleeps are needed and every rule sees its inputs at the same timestamp;
 4. read ALERTS{alertstate="firing"} back with /api/v1/export (raw samples, exact timestamps) and
    return replay.Fired lists (first firing in seconds from the scenario start), ready for
    replay.judge().
+
+docs/victoriametrics.md lists the flags that matter and every difference found between the engines.
 
 Staleness: promtool's `stale` writes a Prometheus staleness marker. The JSON import API cannot carry
 one, so the markers are sent through the Prometheus remote-write API (protobuf + snappy, encoded here
@@ -22,6 +23,7 @@ with the standard library) and everything else through /api/v1/import.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -54,6 +56,9 @@ _TOKEN = re.compile(rf"^(?P<a>{_NUM})(?:(?P<op>[-+])(?P<b>{_NUM}))?x(?P<n>[0-9]+
 _NAME = re.compile(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*(\{.*\})?\s*$", re.S)
 _PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_RANGE = re.compile(r"\[\s*((?:[0-9]+(?:ms|[smhdwy]))+)\s*(?::[^\]]*)?\]")
+_OFFSET = re.compile(r"\boffset\s+((?:[0-9]+(?:ms|[smhdwy]))+)")
+_UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": DAY, "w": 7 * DAY, "y": 365 * DAY}
 
 
 class VMReplayError(RuntimeError):
@@ -94,6 +99,10 @@ def expand(values: str) -> list:
             except ValueError:
                 raise VMReplayError(f"cannot read promtool value token {tok!r}") from None
     return out
+
+
+def _seconds(duration: str) -> float:
+    return sum(int(n) * _UNIT[u] for n, u in re.findall(r"([0-9]+)(ms|[smhdwy])", duration))
 
 
 def _unescape(value: str) -> str:
@@ -215,6 +224,7 @@ class VictoriaMetrics:
                  "-maxInsertRequestSize=1GB",      # vmalert sends what is left in its queue in one request
                  "-loggerLevel=ERROR", *self.extra_flags],
                 stdout=self._log, stderr=subprocess.STDOUT)
+            atexit.register(self._kill)  # even if the caller never reaches stop()
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
@@ -252,6 +262,7 @@ class VictoriaMetrics:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+        atexit.unregister(self._kill)
         if getattr(self, "_log", None):
             self._log.close()
 
@@ -406,10 +417,10 @@ def run_vmalert(vm: VictoriaMetrics, rule_file: Path, start: int, end: int, inte
            "-loggerLevel=WARN"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     output = proc.stdout + proc.stderr
-    # vmalert drops a remote-write batch after 5 failed attempts with only a log line and exit code 0:
-    # any warning or error means results may be missing.
-    problems = [line for line in output.splitlines() if "\twarn\t" in line or "\terror\t" in line
-                or "\tfatal\t" in line or "\tpanic\t" in line]
+    # vmalert drops a remote-write batch after 5 failed attempts with only an error line and exit code 0
+    # (single failed attempts that are retried are warnings): any error means results may be missing.
+    problems = [line for line in output.splitlines()
+                if "\terror\t" in line or "\tfatal\t" in line or "\tpanic\t" in line]
     if proc.returncode != 0 or problems:
         raise VMReplayError(f"vmalert replay of {rule_file.name} failed (exit {proc.returncode}):\n"
                             + "\n".join(problems[:20] or output.splitlines()[-40:]))
@@ -420,24 +431,35 @@ def run_vmalert(vm: VictoriaMetrics, rule_file: Path, start: int, end: int, inte
 # scenarios
 # --------------------------------------------------------------------------------------------------
 
-# The longest lookback of any rule (last_over_time[6h]) plus margin: scenario windows are this far apart.
-GUARD = DAY
+def max_lookback(levels: list[list[RuleRef]]) -> int:
+    """How far back any rule reads, in seconds: its longest range (or subquery) window plus its longest
+    offset, plus Prometheus' 5m lookback for instant selectors. vmalert writes rule results only inside a
+    scenario's own window, so derived series never reach further than this into the next window."""
+    longest = 0.0
+    for rules in levels:
+        for r in rules:
+            expr = r.rule["expr"]
+            ranges = [_seconds(d) for d in _RANGE.findall(expr)]
+            offsets = [_seconds(d) for d in _OFFSET.findall(expr)]
+            longest = max(longest, max(ranges, default=0) + max(offsets, default=0))
+    return int(math.ceil(longest)) + 300
 
 
-def window_days(scenario: Scenario) -> int:
-    return math.ceil((scenario.duration + GUARD) / DAY)
+def window_days(scenario: Scenario, guard: int = DAY) -> int:
+    """Whole days for a scenario: its duration plus `guard` seconds of empty time before the next one."""
+    return math.ceil((scenario.duration + max(guard, 1)) / DAY)
 
 
-def assign_bases(scenarios: list[Scenario], now: int | None = None) -> dict[str, int]:
-    """Each scenario gets its own window of whole days, all in the past (before -search.latencyOffset
-    and the current day), day-aligned and so aligned to every evaluation interval."""
+def assign_bases(scenarios: list[Scenario], guard: int = DAY, now: int | None = None) -> dict[str, int]:
+    """Each scenario gets its own window of whole days, all in the past (before the current day, so
+    -search.latencyOffset never hides data), day-aligned and so aligned to every evaluation interval."""
     now = int(time.time()) if now is None else now
-    total = sum(window_days(s) for s in scenarios)
+    total = sum(window_days(s, guard) for s in scenarios)
     t = (now // DAY - total - 1) * DAY
     bases = {}
     for s in scenarios:
         bases[s.name] = t
-        t += window_days(s) * DAY
+        t += window_days(s, guard) * DAY
     return bases
 
 
@@ -470,7 +492,8 @@ def read_fired(vm: VictoriaMetrics, start: int, end: int) -> list[Fired]:
         ts = [t for t in timestamps if start * 1000 <= t <= end * 1000]
         if not ts:
             continue
-        labels = tuple(sorted((k, v) for k, v in metric.items() if k not in ("__name__", "alertstate")))
+        # vmalert adds `alertgroup` to ALERTS; promtool does not: drop it so the labels compare 1:1
+        labels = tuple(sorted((k, v) for k, v in metric.items() if k not in ("__name__", "alertstate", "alertgroup")))
         out.append(Fired(labels, (min(ts) - start * 1000) // 1000))
     return out
 
@@ -479,12 +502,17 @@ def replay_all(scenarios: list[Scenario], rule_paths: list[Path], jobs: int = 2,
                vmalert: str | None = None, victoria_metrics: str | None = None) -> list[VMResult]:
     """Replay every scenario through one victoria-metrics process (stopped at the end, also on errors)."""
     levels = rule_levels(rule_paths)
-    bases = assign_bases(scenarios)
+    bases = assign_bases(scenarios, guard=max(DAY, max_lookback(levels)))
     with VictoriaMetrics(victoria_metrics) as vm, tempfile.TemporaryDirectory(prefix="rulesgen-vmalert-") as tmp:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(replay_scenario, vm, s, levels, bases[s.name], Path(tmp), vmalert)
                        for s in scenarios]
-            results = [f.result() for f in futures]
+            try:
+                results = [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()  # scenarios not started yet; running ones finish their current step
+                raise
         if vm.errors():
             raise VMReplayError("victoria-metrics logged errors (data may be missing):\n" + "\n".join(vm.errors()[:20]))
         return results
