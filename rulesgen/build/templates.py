@@ -51,7 +51,10 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         return promql.selector(metric(name), sel + (", " + extra if extra else ""))
 
     def counter_fn(fn):
-        """rate()/increase() over every name of a counter, dropping windows that hold a sentinel.
+        """rate()/increase() over every name of a counter, dropping windows that hold a sentinel and
+        series younger than the window (MetricsQL counts a new series' first value as an increase, so
+        a pod change on a GPU with old errors would look like new errors; Prometheus does not, and the
+        guard keeps both engines equal).
 
         Each name is its own term joined with `or`: a regex on __name__ inside rate() would yield
         duplicate series (the name is dropped) if an exporter sent both names at once."""
@@ -59,7 +62,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
             m = metric(name)
             limit = promql.format_number(m.valid_max)
             return " or ".join(
-                f"({fn}({n}{{{sel}}}[{window}]) and max_over_time({n}{{{sel}}}[{window}]) < {limit})" for n in m.names)
+                f"({fn}({n}{{{sel}}}[{window}]) and max_over_time({n}{{{sel}}}[{window}]) < {limit}"
+                f" and {n}{{{sel}}} offset {window})" for n in m.names)
         return apply
 
     xid_classes: dict[str, list[str]] = {}
