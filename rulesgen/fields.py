@@ -168,11 +168,18 @@ class Fields:
 
     def str_map(self, key: str, what: str | None = None) -> tuple[tuple[str, str], ...]:
         """A mapping of strings (labels, selectors), sorted by key."""
+        return self._map(key, what, Fields.str)
+
+    def num_map(self, key: str, what: str | None = None) -> tuple[tuple[str, float], ...]:
+        """A mapping of numbers (threshold overrides), sorted by key."""
+        return self._map(key, what, Fields.num)
+
+    def _map(self, key, what, read):
         node = self.mapping(key)
         inner = Fields(node, self.errors, what or f"{self.what}.{key}")
         pairs = []
         for k in node:
-            value = inner.str(k)
+            value = read(inner, k)
             if value is not None:
                 pairs.append((k, value))
         inner.done()

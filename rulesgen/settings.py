@@ -181,13 +181,7 @@ def load_settings(path: Path | None) -> Settings:
     for fm_id, node in modes.items():
         mf = Fields(node, errors, f"failure_modes.{fm_id}", fallback=modes.key_where.get(fm_id))
         thresholds = mf.mapping("thresholds")
-        tf = Fields(thresholds, errors, f"failure_modes.{fm_id}.thresholds")
-        tvals = []
-        for k in thresholds:
-            value = tf.num(k)
-            if value is not None:
-                tvals.append((k, value))
-        tf.done()
+        tvals = mf.num_map("thresholds")
         sev = mf.mapping("severity")
         sf = Fields(sev, errors, f"failure_modes.{fm_id}.severity")
         svals = []
@@ -202,7 +196,7 @@ def load_settings(path: Path | None) -> Settings:
         sf.done()
         mode_settings.append((fm_id, FailureModeSettings(
             enabled=mf.bool("enabled"), for_seconds=mf.duration("for"),
-            thresholds=tuple(sorted(tvals)), severity=tuple(sorted(svals)))))
+            thresholds=tvals, severity=tuple(sorted(svals)))))
         wheres.append((fm_id, (modes.key_where.get(fm_id), thresholds)))
         mf.done()
     kwargs["failure_modes"] = tuple(mode_settings)
