@@ -8,7 +8,6 @@ exactly), and replay's parser reads promtool's "got:" lines. matplotlib is optio
 """
 from __future__ import annotations
 
-import re
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -18,14 +17,11 @@ from .build.promtool_tests import listing_test
 from .fields import format_duration
 from .model import Catalog
 from .replay import _got_series, _run
-from .scenarios import Scenario, series_labels
+from .scenarios import STALE, Scenario, expand, series_labels
 
 MAX_PANELS = 5
 # After the failure modes' own metrics: the physics of a busy GPU.
 CONTEXT_METRICS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_UTIL")
-_EXPANDING = re.compile(r"^(?P<a>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
-                        r"(?:(?P<sign>[-+])(?P<b>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))?x(?P<n>\d+)$")
-_MISSING = re.compile(r"^_(?:x(?P<n>\d+))?$")
 
 
 class PlotUnavailable(Exception):
@@ -33,24 +29,8 @@ class PlotUnavailable(Exception):
 
 
 def expand_values(notation: str) -> list[float | None]:
-    """promtool's expanding notation -> one value per interval; None for `_` (missing) and `stale`.
-
-    'a+bxn' is a, a+b ... a+n*b (n+1 values), 'axn' is a n+1 times, '_xn' is n missing samples."""
-    out: list[float | None] = []
-    for token in notation.split():
-        missing = _MISSING.match(token)
-        expanding = _EXPANDING.match(token)
-        if missing:
-            out += [None] * int(missing.group("n") or 1)
-        elif token == "stale":
-            out.append(None)
-        elif expanding:
-            a, n = float(expanding.group("a")), int(expanding.group("n"))
-            b = float(expanding.group("b") or 0) * (-1 if expanding.group("sign") == "-" else 1)
-            out += [a + i * b for i in range(n + 1)]
-        else:
-            out.append(float(token))
-    return out
+    """promtool's expanding notation, one value per interval; None for `_` (missing) and `stale`."""
+    return [None if v is STALE else v for v in expand(notation)]
 
 
 @dataclass(frozen=True)

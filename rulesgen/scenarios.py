@@ -13,6 +13,44 @@ _SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][
 _LABEL_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
+STALE = object()  # a promtool `stale` slot
+_NUM = r"[-+]?(?:(?:[0-9]*\.)?[0-9]+(?:[eE][-+]?[0-9]+)?|Inf|inf|NaN|nan)"
+_TOKEN = re.compile(rf"^(?P<a>{_NUM})(?:(?P<op>[-+])(?P<b>{_NUM}))?x(?P<n>[0-9]+)$")
+
+
+def expand(values: str) -> list:
+    """promtool 2.42 `values` notation -> one entry per slot: float, None (missing) or STALE.
+
+    `a+bxN` / `a-bxN` / `axN` give N+1 samples, `_` one missing slot, `_xN` N missing slots,
+    `stale` one staleness marker (fixtures/README.md has the table)."""
+    out: list = []
+    for tok in values.split():
+        if tok == "_":
+            out.append(None)
+        elif tok.startswith("_x"):
+            out.extend([None] * int(tok[2:]))
+        elif tok == "stale":
+            out.append(STALE)
+        elif "x" in tok:
+            m = _TOKEN.match(tok)
+            if not m:
+                raise ValueError(f"cannot read promtool value token {tok!r}")
+            a, n = float(m.group("a")), int(m.group("n"))
+            b = float(m.group("b") or 0) * (-1 if m.group("op") == "-" else 1)
+            # promtool adds the increment step by step; keep its float rounding
+            v = a
+            for k in range(n + 1):
+                out.append(v)
+                v += b
+        else:
+            try:
+                out.append(float(tok))
+            except ValueError:
+                raise ValueError(f"cannot read promtool value token {tok!r}") from None
+    return out
+
+
+
 @dataclass(frozen=True)
 class Expectation:
     failure_mode: str
