@@ -9,10 +9,6 @@ from .model import Catalog
 from .output import RuleSet
 from .promql import recorded_names
 
-# Series every Prometheus has, or that the exporter adds without a counters entry.
-ALWAYS_PRESENT = {"up"}
-
-
 @dataclass(frozen=True)
 class Coverage:
     state: str  # covered | partial | blind

@@ -73,10 +73,6 @@ class Fields:
             return default, False
         return self.node[key], True
 
-    def raw(self, key, required=False, default=None):
-        value, _ = self._get(key, required, default)
-        return value
-
     def str(self, key, required=False, default=None, choices=None, pattern=None):
         value, present = self._get(key, required, default)
         if not present:

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build.promtool_tests import listing_test, per_mode_test, scenario_test, timing_test
+from .build.promtool_tests import listing_test, per_mode_test, timing_test
 from .render.yamltext import dump
 from .scenarios import Scenario
 from .tools import find_tool
@@ -133,7 +133,3 @@ def format_outcome(o: Outcome, host_label: str = "Hostname") -> str:
         lines.append("  (nothing fired)")
     lines += [f"  MISSING: {m}" for m in o.missing]
     return "\n".join(lines)
-
-
-def scenario_test_document(scenario: Scenario, rule_files: list[str]) -> dict:
-    return scenario_test(scenario, rule_files)

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import Collector, RulesgenError
+from .errors import Collector
 from .fields import Fields
 from .model import GROUPS, SEVERITIES
 from .yamlsource import load_file
@@ -277,10 +277,3 @@ def check_against_catalog(settings: Settings, catalog) -> None:
                            f"failure_modes.{fm_id}.thresholds: unknown threshold {name!r}{did_you_mean(name, names)}"
                            f" (known: {', '.join(names) or 'none'})")
     errors.raise_if_any()
-
-
-def require_file(path: Path) -> Path:
-    if not path.exists():
-        from .errors import Diagnostic
-        raise RulesgenError([Diagnostic(str(path), 1, 1, "missing-file", "config file not found")])
-    return path
