@@ -6,11 +6,12 @@ from pathlib import Path
 
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
-from .model import (ACTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, Catalog, FailureMode,
+from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode,
                     GpuModel, Metric, Runbook, Signal, Threshold, Xid)
 from .yamlsource import load_file
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
+OPTIONAL_FILES = ("baselines.yaml",)  # a catalog without it renders no baseline rules
 RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
 LEVELS = ("gpu", "node", "job", "fleet", "model")
 METRIC_TOKEN = re.compile(r"\bDCGM_(?:FI|EXP)_[A-Z0-9_]+\b")
@@ -24,7 +25,7 @@ def load_catalog(directory: Path) -> Catalog:
     errors = Collector()
     docs = {}
     problems = []
-    for name in CATALOG_FILES:
+    for name in CATALOG_FILES + tuple(n for n in OPTIONAL_FILES if (directory / n).exists()):
         try:
             docs[name] = load_file(directory / name, str(directory / name), collect=errors.items)
         except RulesgenError as exc:
@@ -38,9 +39,10 @@ def load_catalog(directory: Path) -> Catalog:
     xids = _xids(docs["xid.yaml"], errors)
     default, models = _gpu_models(docs["gpu_models.yaml"], errors)
     modes = _failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
+    baselines = _baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs else []
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
-                   gpu_default=default, gpu_models=tuple(models))
+                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines))
 
 
 def _top_list(doc, key, errors, what):
@@ -219,4 +221,46 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             needs_profiling=any(m in profiling_metrics for m in metrics),
             workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", where=f.at("id")))
         f.done()
+    return out
+
+
+def _baselines(doc, errors, known_metrics):
+    items, wheres = _top_list(doc, "baselines", errors, "baselines.yaml")
+    out, seen, guards = [], {}, []
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "baseline", fallback=w)
+        name = f.str("signal", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        if name in seen:
+            errors.add(f.at("signal"), "duplicate-id", f"baseline signal {name!r} already defined on line {seen[name].line}")
+        seen[name] = f.at("signal")
+        metric = f.str("metric", required=True) or "?"
+        if metric != "?" and metric not in known_metrics:
+            errors.add(f.at("metric"), "unknown-metric", f"baseline {name}: unknown metric {metric!r}{did_you_mean(metric, known_metrics)}")
+        unit = f.str("unit", required=True) or "short"
+        limits = {}
+        for key in ("floor", "min_delta"):
+            lf = Fields(f.mapping(key, required=True), errors, f"baseline {name} {key}", fallback=f.at(key))
+            value = lf.num("value", required=True, default=1)
+            if key == "floor" and value is not None and value <= 0:
+                errors.add(lf.at("value"), "bad-value", f"baseline {name}: floor must be above 0 (it divides)")
+            limits[key] = Threshold(name=key, value=float(value or 1), unit=unit,
+                                    source=lf.str("source", required=True) or "")
+            lf.done()
+        same_load = f.str("same_load")
+        if same_load is not None:
+            guards.append((name, same_load, f.at("same_load")))
+        out.append(BaselineSignal(
+            signal=name, metric=metric, unit=unit,
+            description=f.str("description", required=True) or "", value=f.str("value", required=True) or "",
+            busy_only=bool(f.bool("busy_only", required=True)),
+            direction=f.str("direction", required=True, choices=BASELINE_DIRECTIONS) or "up",
+            alert=bool(f.bool("alert", required=True)), floor=limits["floor"], min_delta=limits["min_delta"],
+            same_load=same_load, where=f.at("value")))
+        f.done()
+    by_name = {b.signal: b for b in out}
+    for name, guard, where in guards:
+        if guard not in by_name:
+            errors.add(where, "unknown-signal", f"baseline {name}: same_load names unknown baseline signal {guard!r}{did_you_mean(guard, list(by_name))}")
+        elif guard == name:
+            errors.add(where, "bad-value", f"baseline {name}: same_load cannot name the signal itself")
     return out

@@ -43,6 +43,21 @@ def limit_record(key: str) -> str:
     return f"gpu:dcgm_limit_{key}:value"
 
 
+# Baseline records (rulesgen/build/baselines.py): one series per GPU and `signal` label.
+BASELINE_SHORT = "30m"  # the "now" of a baseline: a median (or rate) over this window
+BASELINE_VALUE = f"gpu:dcgm_baseline:value_{BASELINE_SHORT}"
+BASELINE_HOURLY = f"{BASELINE_VALUE}_hourly"
+
+
+def baseline_peers(level: str, statistic: str) -> str:
+    """node:/fleet:dcgm_baseline_peers:median|mad: robust statistics of busy same-model peers."""
+    return f"{level}:dcgm_baseline_peers:{statistic}"
+
+
+BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_HOURLY, *(baseline_peers(level, stat)
+                              for level in ("node", "fleet") for stat in ("median", "mad"))})
+
+
 def stable_uid(dashboard_id: str) -> str:
     return "rg-" + hashlib.sha256(dashboard_id.encode()).hexdigest()[:12]
 

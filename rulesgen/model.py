@@ -9,6 +9,7 @@ SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
 GROUPS = ("health", "efficiency", "baselines", "fleet")
 SCOPES = ("gpu", "node", "fleet")
+BASELINE_DIRECTIONS = ("up", "down")
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
 # How an XID class maps to severity and action: drain only where NVIDIA says reset, reboot or RMA.
 XID_CLASS_SEVERITY = {
@@ -94,6 +95,23 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class BaselineSignal:
+    """A catalog metric compared with its own history and its peers (catalog/baselines.yaml)."""
+    signal: str  # the `signal` label value
+    metric: str
+    unit: str
+    description: str
+    value: str  # template: one series per GPU, the signal over the last hour
+    busy_only: bool
+    direction: str  # up | down: the harmful direction, the only one that alerts
+    alert: bool
+    floor: Threshold
+    min_delta: Threshold
+    same_load: str | None = None  # another baseline signal that must be at its usual level
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class AlertSpec:
     severity: str
     action: str
@@ -139,6 +157,7 @@ class Catalog:
     xids: tuple[Xid, ...]
     gpu_default: GpuModel
     gpu_models: tuple[GpuModel, ...]
+    baselines: tuple[BaselineSignal, ...] = ()
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

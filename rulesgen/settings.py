@@ -62,6 +62,22 @@ class DashboardSettings:
 
 
 @dataclass(frozen=True)
+class BaselineSettings:
+    """The `baselines:` section: how much downsampled history each GPU is compared with."""
+    window: int = 14 * 86400  # long window of the per-GPU mean and stddev
+    min_history: int = 7 * 86400  # hourly points a GPU needs before its own baseline may alert
+    seasonality: str = "none"  # none | weekly: compare with the same hour one week earlier
+    interval: int = 300  # evaluation interval of the baseline groups
+
+    @property
+    def min_points(self) -> int:
+        return self.min_history // 3600
+
+
+SEASONALITY = ("none", "weekly")
+
+
+@dataclass(frozen=True)
 class Settings:
     selector: str = DEFAULT_SELECTOR
     host_label: str = "Hostname"
@@ -80,6 +96,7 @@ class Settings:
     outputs: Outputs = Outputs()
     alertmanager: AlertmanagerSettings = AlertmanagerSettings()
     dashboards: DashboardSettings = DashboardSettings()
+    baselines: BaselineSettings = BaselineSettings()
     source: str = "<defaults>"
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
 
@@ -202,6 +219,7 @@ def load_settings(path: Path | None) -> Settings:
     kwargs["failure_modes"] = tuple(mode_settings)
     kwargs["where_of_mode"] = tuple(wheres)
     kwargs["dashboards"] = _dashboard_settings(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
+    kwargs["baselines"] = _baseline_settings(Fields(top.mapping("baselines"), errors, "baselines"), errors)
     top.done()
     errors.raise_if_any()
     return Settings(**kwargs)
@@ -258,6 +276,30 @@ def _dashboard_settings(fields: Fields, errors: Collector) -> DashboardSettings:
     price.done()
     fields.done()
     return DashboardSettings(**kwargs, prices=tuple(prices))
+
+
+def _baseline_settings(fields: Fields, errors: Collector) -> BaselineSettings:
+    default = BaselineSettings()
+    day = 86400
+    window = fields.duration("window", default=default.window)
+    if window is not None and not (7 * day <= window <= 28 * day and window % day == 0):
+        errors.add(fields.at("window"), "bad-value",
+                   "baselines.window must be whole days from 7d to 28d (14d by default): the history each GPU is compared with")
+        window = default.window
+    history = fields.duration("min_history", default=default.min_history)
+    if history is not None and not (day <= history <= (window or default.window) and history % 3600 == 0):
+        errors.add(fields.at("min_history"), "bad-value",
+                   f"baselines.min_history must be whole hours from 1d up to the window ({(window or default.window) // day}d)")
+        history = default.min_history
+    interval = fields.duration("interval", default=default.interval)
+    if interval is not None and (interval % 60 or not 60 <= interval <= 300):
+        errors.add(fields.at("interval"), "bad-value",
+                   "baselines.interval must be 1m to 5m in whole minutes (long-window groups run at interval <= 5m)")
+        interval = default.interval
+    seasonality = fields.str("seasonality", default=default.seasonality, choices=SEASONALITY)
+    fields.done()
+    return BaselineSettings(window=window or default.window, min_history=history or default.min_history,
+                            seasonality=seasonality or default.seasonality, interval=interval or default.interval)
 
 
 def check_against_catalog(settings: Settings, catalog) -> None:

@@ -3,6 +3,8 @@ import subprocess
 
 import yaml
 
+from rulesgen import conventions
+
 from conftest import ROOT, run_cli
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
@@ -86,9 +88,11 @@ def test_no_range_function_reads_a_long_window_of_raw_samples(rendered):
     for f in rule_files(rendered):
         for g in yaml.safe_load(f.read_text())["groups"]:
             for r in g["rules"]:
-                for m in re.finditer(r"(\w+)\{[^}]*\}\[(\d+)([hd])\]", r["expr"]):
-                    name = m.group(1)
-                    assert ":" in name, f"{r.get('record') or r.get('alert')}: {name}[{m.group(2)}{m.group(3)}]"
+                for m in re.finditer(r"([\w:]+)(?:\{[^}]*\})?\[(\d+)([hd])\]", r["expr"]):
+                    name, what = m.group(1), f"{r.get('record') or r.get('alert')}: {m.group(0)}"
+                    assert ":" in name, what
+                    if m.group(3) == "d":  # days: only the hourly downsampled history (<= 24 points a day)
+                        assert name == conventions.BASELINE_HOURLY, what
 
 
 def test_committed_outputs_are_fresh():

@@ -11,7 +11,7 @@ from ..errors import Collector
 from ..model import Catalog, FailureMode
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..settings import Settings
-from . import templates
+from . import baselines, templates
 
 RULE_FILES = (
     ("recording", "Recording rules the alerts read: normalised per-GPU signals, model limits, job and peer statistics."),
@@ -26,7 +26,8 @@ RULE_FILES = (
 def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     errors = Collector()
     base = templates.base_context(catalog, settings)
-    recorded = {s.record for s in catalog.signals} | {conventions.limit_record(k) for k in catalog.limit_keys}
+    recorded = ({s.record for s in catalog.signals} | {conventions.limit_record(k) for k in catalog.limit_keys}
+                | conventions.BASELINE_RECORDS)
     known_metrics = {n for m in catalog.metrics for n in m.names}
 
     recording: list[Rule] = []
@@ -40,12 +41,23 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
 
     inactive = []
     alert_groups: dict[str, list[Rule]] = {}
+    baseline_recording: list[Rule] = []
     for fm in catalog.failure_modes:
         reason = _inactive_reason(fm, settings)
         if reason:
             inactive.append((fm.id, reason))
             continue
         context = templates.mode_context(base, fm, settings)
+        if fm.id == BASELINE_MODE:
+            missing = [n for n in BASELINE_THRESHOLDS if n not in context["t"]]
+            if missing or not catalog.baselines:
+                errors.add(fm.where, "missing-baselines",
+                           f"failure mode {fm.id} needs catalog/baselines.yaml with at least one signal and the thresholds "
+                           f"{', '.join(BASELINE_THRESHOLDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
+                continue
+            baseline_recording = _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics)
+            context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"]),
+                       "baseline_values": baselines.annotation_values(settings)}
         workload_from = templates.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
         for spec in fm.alerts:
@@ -60,22 +72,40 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
 
     errors.raise_if_any()
     alert_rules = [r for rules in alert_groups.values() for r in rules]
-    needed = _needed_records(recording, alert_rules)
+    needed = _needed_records(recording, alert_rules + baseline_recording)
     files = []
     for kind, description in RULE_FILES:
+        groups = []
         if kind == "recording":
-            rules = [r for r in recording if r.record in needed]
-            group = conventions.recording_group("gpu")
+            groups.append(RuleGroup(conventions.recording_group("gpu"), tuple(r for r in recording if r.record in needed)))
         elif kind == "aggregates":
-            rules = [r for r in recording if r.record not in needed]
-            group = conventions.recording_group("aggregate")
+            groups.append(RuleGroup(conventions.recording_group("aggregate"), tuple(r for r in recording if r.record not in needed)))
+        elif kind == "baselines":
+            # Long-window groups run at the baseline interval (<= 5m), recording before alerts.
+            interval = settings.baselines.interval
+            groups.append(RuleGroup(conventions.recording_group("baseline"), tuple(baseline_recording), interval))
+            groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, [])), interval))
         else:
-            rules = alert_groups.get(kind, [])
-            group = conventions.alert_group(kind)
-        if rules:
-            files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name=group, rules=tuple(rules)),),
-                                  description=description))
+            groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, []))))
+        groups = tuple(g for g in groups if g.rules)
+        if groups:
+            files.append(RuleFile(path=conventions.rule_file(kind), groups=groups, description=description))
     return RuleSet(files=tuple(files), inactive=tuple(inactive))
+
+
+BASELINE_MODE = "baseline_deviation"
+BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peers_min", "fleet_peers_min")
+
+
+def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> list[Rule]:
+    short = conventions.BASELINE_SHORT
+    values = {**base, "short": short, "short_range": f"[{short}]"}
+
+    def render(template, where):
+        expr = templates.render(template, values, where, errors, "baseline value")
+        _check_expr(expr, where, errors, "baseline value", recorded, known_metrics)
+        return expr
+    return baselines.recording_rules(catalog, settings, render, context["t"])
 
 
 def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
@@ -106,7 +136,8 @@ def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
 
 def _used_limit_keys(catalog: Catalog) -> list[str]:
     """Only the limits some expression reads: each costs a selector per model at every evaluation."""
-    texts = [s.expr for s in catalog.signals] + [a.expr for fm in catalog.failure_modes for a in fm.alerts]
+    texts = ([s.expr for s in catalog.signals] + [a.expr for fm in catalog.failure_modes for a in fm.alerts]
+             + [b.value for b in catalog.baselines])
     return [k for k in catalog.limit_keys if any(re.search(r"limit\.%s\b" % k, t) for t in texts)]
 
 

@@ -1,0 +1,195 @@
+"""Baseline rules (catalog/baselines.yaml): each GPU against its own downsampled history and its peers.
+
+Cost is the design: long windows never read raw samples. Every `interval` (<= 5m) the signal's last
+30 minutes are recorded once per GPU (value_30m: a median, or a rate for counters); once an hour that
+value is copied into value_30m_hourly, the downsampled history. The 14-day mean and stddev read that series: 336 points per GPU and signal,
+not the 40,320 raw samples a 30 s scrape leaves in 14 days. All signals share six recording rules
+(label `signal`), so the evaluation cost grows with GPUs, not with rules.
+"""
+from __future__ import annotations
+
+from .. import conventions, promql
+from ..fields import format_duration
+from ..model import BaselineSignal, Catalog
+from ..output import Rule
+from ..settings import Settings
+
+# Robust z: 1.4826 x MAD estimates the standard deviation of normal data (one outlier cannot widen it).
+MAD_TO_SIGMA = 1.4826
+# The weekly comparison reads the hourly points within 30 minutes of now minus one week.
+WEEK_AGO = "6d23h30m"
+
+
+def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rule]:
+    """The six baseline recording rules; `render(template, where)` fills catalog templates,
+    `t` holds the baseline_deviation thresholds (busy_util, node_peers_min, fleet_peers_min)."""
+    s = settings
+    gpu_id = promql.by(s.gpu_identity)
+    value, hourly = conventions.BASELINE_VALUE, conventions.BASELINE_HOURLY
+    terms = []
+    for b in catalog.baselines:
+        expr = render(b.value, b.where).strip()
+        if b.busy_only:
+            expr = f"(\n{_indent(expr, 2)}\n)\n  and on ({gpu_id}) avg_over_time(gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"
+        terms.append(f'label_replace(\n{_indent(expr, 2)},\n  "signal", "{b.signal}", "", ""\n)')
+    gate_minutes = s.baselines.interval // 60
+    rules = [
+        Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None),
+        Rule(record=hourly, expr=(
+            f"{value}\n"
+            f"  and on () minute() < {gate_minutes}\n"
+            f"  unless last_over_time({hourly}[55m])")),
+    ]
+    for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
+                                   ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
+        by = promql.by(labels)
+        median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
+        rules.append(Rule(record=median, expr=(
+            f"quantile by ({by}) (0.5, {value})\n"
+            f"  and on ({by}) count by ({by}) ({value}) >= {minimum}")))
+        rules.append(Rule(record=mad, expr=(
+            f"quantile by ({by}) (0.5,\n"
+            f"  abs({value} - on ({by}) group_left () {median})\n)")))
+    return rules
+
+
+def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
+    """The baseline_deviation alert: one term per alerting signal and baseline (history, node peers,
+    fleet peers), each labelled `signal` and `baseline`, valued with its z."""
+    by_name = {b.signal: b for b in catalog.baselines}
+    terms = []
+    for b in catalog.baselines:
+        if not b.alert:
+            continue
+        guard = by_name.get(b.same_load) if b.same_load else None
+        terms.append(_history_term(b, guard, settings, t))
+        for level in ("node", "fleet"):
+            terms.append(_peer_term(b, guard, level, settings, t))
+    return "\nor\n".join(terms)
+
+
+def _sel(record: str, signal: str) -> str:
+    return f'{record}{{signal="{signal}"}}'
+
+
+def history_delta(b: BaselineSignal, settings: Settings) -> str:
+    """How far the last 30 minutes are from the GPU's history mean, positive in the harmful direction."""
+    s = settings.baselines
+    now = _sel(conventions.BASELINE_VALUE, b.signal)
+    past = _sel(conventions.BASELINE_HOURLY, b.signal)
+    mean = f"avg_over_time({past}[{_days(s.window)}])"
+    if s.seasonality == "weekly":
+        mean = f"(avg_over_time({past}[1h] offset {WEEK_AGO}) or {mean})"
+    return f"({now} - {mean})" if b.direction == "up" else f"({mean} - {now})"
+
+
+def history_z(b: BaselineSignal, settings: Settings) -> str:
+    past = _sel(conventions.BASELINE_HOURLY, b.signal)
+    spread = f"clamp_min(stddev_over_time({past}[{_days(settings.baselines.window)}]), {promql.format_number(b.floor.value)})"
+    return f"{history_delta(b, settings)} / {spread}"
+
+
+def _peer_labels(level: str, settings: Settings) -> tuple[str, ...]:
+    return (*settings.node_labels, "modelName") if level == "node" else (settings.cluster_label, "modelName")
+
+
+def peer_delta(b: BaselineSignal, level: str, settings: Settings) -> str:
+    """How far the GPU is from its busy same-model peers' median, positive in the harmful direction."""
+    on = promql.by((*_peer_labels(level, settings), "signal"))
+    now = _sel(conventions.BASELINE_VALUE, b.signal)
+    median = conventions.baseline_peers(level, "median")
+    if b.direction == "up":
+        return f"({now} - on ({on}) group_left () {median})"
+    return f"({median} - on ({on}) group_right () {now})"
+
+
+def peer_z(b: BaselineSignal, level: str, settings: Settings) -> str:
+    on = promql.by((*_peer_labels(level, settings), "signal"))
+    mad = conventions.baseline_peers(level, "mad")
+    return (f"{peer_delta(b, level, settings)}\n  / on ({on}) group_left () "
+            f"clamp_min({MAD_TO_SIGMA} * {mad}, {promql.format_number(b.floor.value)})")
+
+
+def _history_term(b: BaselineSignal, guard: BaselineSignal | None, settings: Settings, t) -> str:
+    s = settings.baselines
+    window = _days(s.window)
+    past = _sel(conventions.BASELINE_HOURLY, b.signal)
+    lines = [
+        f"{history_z(b, settings)} > {t['z']}",
+        f"and {history_delta(b, settings)} > {promql.format_number(b.min_delta.value)}",
+        f"and count_over_time({past}[{window}]) >= {s.min_points}",
+    ]
+    if guard:
+        g_now = _sel(conventions.BASELINE_VALUE, guard.signal)
+        g_past = _sel(conventions.BASELINE_HOURLY, guard.signal)
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
+                     f"abs({g_now} / avg_over_time({g_past}[{window}]) - 1) < {t['same_load_ratio']}")
+    return _labelled("\n".join(lines), "history")
+
+
+def _peer_term(b: BaselineSignal, guard: BaselineSignal | None, level: str, settings: Settings, t) -> str:
+    lines = [
+        f"{peer_z(b, level, settings)}\n  > {t['peer_z']}",
+        f"and {peer_delta(b, level, settings)} > {promql.format_number(b.min_delta.value)}",
+    ]
+    if guard:
+        g_now = _sel(conventions.BASELINE_VALUE, guard.signal)
+        median = _sel(conventions.baseline_peers(level, "median"), guard.signal)
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
+                     f"abs({g_now} / on ({promql.by(_peer_labels(level, settings))}) group_left () {median} - 1) < {t['same_load_ratio']}")
+    return _labelled("\n".join(lines), f"{level}_peers")
+
+
+def _labelled(expr: str, baseline: str) -> str:
+    return f'label_replace(\n  (\n{_indent(expr, 4)}\n  ),\n  "baseline", "{baseline}", "", ""\n)'
+
+
+def annotation_values(settings: Settings) -> str:
+    """Go-template text for an alert's description: the signal now, the baseline mean and stddev,
+    read with `query` at notification time (Prometheus and vmalert both provide it)."""
+    s = settings
+    gpu = ",".join(f'{label}=%q' for label in (*s.gpu_identity, "signal"))
+    gpu_args = " ".join(f"$labels.{label}" for label in (*s.gpu_identity, "signal"))
+    node_sel = ",".join(f"{label}=%q" for label in (*s.node_labels, "modelName", "signal"))
+    node_args = " ".join(f"$labels.{label}" for label in (*s.node_labels, "modelName", "signal"))
+    fleet_sel = ",".join(f"{label}=%q" for label in (s.cluster_label, "modelName", "signal"))
+    fleet_args = " ".join(f"$labels.{label}" for label in (s.cluster_label, "modelName", "signal"))
+    window = _days(s.baselines.window)
+
+    def show(query: str, args: str) -> str:
+        return (f'{{{{ with printf "{query}" {args} | query }}}}{{{{ . | first | value | printf "%.2f" }}}}'
+                f'{{{{ else }}}}?{{{{ end }}}}')
+
+    hourly = conventions.BASELINE_HOURLY
+    now = show(f"{conventions.BASELINE_VALUE}{{{gpu}}}", gpu_args)
+    history_mean = show(f"avg_over_time({hourly}{{{gpu}}}[{window}])", gpu_args)
+    history_sd = show(f"stddev_over_time({hourly}{{{gpu}}}[{window}])", gpu_args)
+    peers = []
+    for level, sel, args in (("node", node_sel, node_args), ("fleet", fleet_sel, fleet_args)):
+        median = show(f"{conventions.baseline_peers(level, 'median')}{{{sel}}}", args)
+        sd = show(f"{MAD_TO_SIGMA} * {conventions.baseline_peers(level, 'mad')}{{{sel}}}", args)
+        peers.append((level, median, sd))
+    return (f"now {now}; "
+            f'{{{{ if eq $labels.baseline "history" }}}}mean of its last {window} {history_mean}, stddev {history_sd}'
+            + "".join(f'{{{{ else if eq $labels.baseline "{level}_peers" }}}}{level} peer median {median}, robust stddev {sd}'
+                      for level, median, sd in peers)
+            + "{{ end }}")
+
+
+def backfill_rules(catalog: Catalog, settings: Settings, render, t, recorded: dict[str, str]) -> list[Rule]:
+    """The hourly history computed straight from raw samples, for `rulesgen backfill`.
+
+    Backfill evaluates one point per hour over past days (promtool tsdb create-blocks-from rules,
+    vmalert replay); neither sees its own output, so the recording rules the live value reads are
+    inlined as subqueries at the evaluation interval the live rules would have used."""
+    value = recording_rules(catalog, settings, render, t)[0].expr
+    step = format_duration(settings.evaluation_interval)
+    return [Rule(record=conventions.BASELINE_HOURLY, expr=promql.inline(value, recorded, step))]
+
+
+def _days(seconds: int) -> str:
+    return f"{seconds // 86400}d"
+
+
+def _indent(text: str, n: int) -> str:
+    return "\n".join((" " * n + line) if line else line for line in text.splitlines())
