@@ -255,7 +255,7 @@ def _baselines(doc, errors, known_metrics):
             busy_only=bool(f.bool("busy_only", required=True)),
             direction=f.str("direction", required=True, choices=BASELINE_DIRECTIONS) or "up",
             alert=bool(f.bool("alert", required=True)), floor=limits["floor"], min_delta=limits["min_delta"],
-            same_load=same_load, where=f.at("value")))
+            same_load=same_load, peers=bool(f.bool("peers", default=True)), where=f.at("value")))
         f.done()
     by_name = {b.signal: b for b in out}
     for name, guard, where in guards:

@@ -47,6 +47,10 @@ def limit_record(key: str) -> str:
 BASELINE_SHORT = "30m"  # the "now" of a baseline: a median (or rate) over this window
 BASELINE_VALUE = f"gpu:dcgm_baseline:value_{BASELINE_SHORT}"
 BASELINE_HOURLY = f"{BASELINE_VALUE}_hourly"
+# Daily sums of the hourly points (count, sum, sum of squares), written at midnight UTC.
+BASELINE_DAILY_COUNT = "gpu:dcgm_baseline_daily:count"
+BASELINE_DAILY_SUM = "gpu:dcgm_baseline_daily:sum"
+BASELINE_DAILY_SUMSQ = "gpu:dcgm_baseline_daily:sumsq"
 
 
 def baseline_peers(level: str, statistic: str) -> str:
@@ -54,7 +58,8 @@ def baseline_peers(level: str, statistic: str) -> str:
     return f"{level}:dcgm_baseline_peers:{statistic}"
 
 
-BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_HOURLY, *(baseline_peers(level, stat)
+BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_HOURLY, BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM,
+                              BASELINE_DAILY_SUMSQ, *(baseline_peers(level, stat)
                               for level in ("node", "fleet") for stat in ("median", "mad"))})
 
 

@@ -108,6 +108,7 @@ class BaselineSignal:
     floor: Threshold
     min_delta: Threshold
     same_load: str | None = None  # another baseline signal that must be at its usual level
+    peers: bool = True  # also alert against peers (false where healthy GPUs differ by design)
     where: Where = field(compare=False, default=Where("<builtin>"))
 
 

@@ -366,12 +366,14 @@ def _rfc3339(t: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-def run_vmalert(vm: VictoriaMetrics, rule_file: Path, start: int, end: int, interval: int,
-                vmalert: str | None = None, timeout: int = 600) -> str:
+def run_vmalert(url: str, rule_file: Path, start: int, end: int, interval: int,
+                vmalert: str | None = None, timeout: int = 600, write_url: str | None = None) -> str:
+    """vmalert -replay.* of rule_file over [start, end] at `interval`, reading from url and writing
+    the results to write_url (default url)."""
     cmd = [vmalert or find_tool("vmalert"),
            f"-rule={rule_file}",
-           f"-datasource.url={vm.url}",
-           f"-remoteWrite.url={vm.url}",
+           f"-datasource.url={url}",
+           f"-remoteWrite.url={write_url or url}",
            f"-replay.timeFrom={_rfc3339(start)}",
            f"-replay.timeTo={_rfc3339(end)}",
            f"-evaluationInterval={interval}s",
@@ -450,7 +452,7 @@ def replay_scenario(vm: VictoriaMetrics, scenario: Scenario, levels: list[list[R
     for i, rules in enumerate(levels):
         path = workdir / f"{scenario.name}-level{i}.yaml"
         path.write_text(level_rule_file(rules, scenario.evaluation_interval))
-        run_vmalert(vm, path, start, end, scenario.evaluation_interval, vmalert)
+        run_vmalert(vm.url, path, start, end, scenario.evaluation_interval, vmalert)
         vm.flush()
     fired = read_fired(vm, start, end)
     return VMResult(judge(scenario, fired), time.monotonic() - t0, len(levels))

@@ -9,7 +9,6 @@ not the 40,320 raw samples a 30 s scrape leaves in 14 days. All signals share si
 from __future__ import annotations
 
 from .. import conventions, promql
-from ..fields import format_duration
 from ..model import BaselineSignal, Catalog
 from ..output import Rule
 from ..settings import Settings
@@ -32,14 +31,18 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rul
         if b.busy_only:
             expr = f"(\n{_indent(expr, 2)}\n)\n  and on ({gpu_id}) avg_over_time(gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"
         terms.append(f'label_replace(\n{_indent(expr, 2)},\n  "signal", "{b.signal}", "", ""\n)')
-    gate_minutes = s.baselines.interval // 60
     rules = [
         Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None),
-        Rule(record=hourly, expr=(
-            f"{value}\n"
-            f"  and on () minute() < {gate_minutes}\n"
-            f"  unless last_over_time({hourly}[55m])")),
+        Rule(record=hourly, expr=_once_per(value, hourly, "hour", s)),
     ]
+    # Daily sums of the hourly points: the long-window mean and stddev add up 14 of these per GPU and
+    # signal instead of reading 336 hourly points at every evaluation (exact: population variance).
+    day = f"{hourly}[1d]"
+    for record, expr in ((conventions.BASELINE_DAILY_COUNT, f"count_over_time({day})"),
+                         (conventions.BASELINE_DAILY_SUM, f"sum_over_time({day})"),
+                         (conventions.BASELINE_DAILY_SUMSQ,
+                          f"count_over_time({day}) * (stdvar_over_time({day}) + avg_over_time({day}) ^ 2)")):
+        rules.append(Rule(record=record, expr=_once_per(expr, record, "day", s)))
     for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
                                    ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
         by = promql.by(labels)
@@ -53,6 +56,17 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rul
     return rules
 
 
+def _once_per(expr: str, record: str, period: str, settings: Settings) -> str:
+    """expr, written once an hour (or a day, at midnight UTC): in the first evaluation of the period
+    (minute < the group interval) and not again while the last point is recent, so an evaluator that
+    runs more often (promtool at its test interval) still writes one point per period."""
+    gate = f"minute() < {settings.baselines.interval // 60}"
+    if period == "day":
+        gate = f"hour() == 0 and on () {gate}"
+    recent = "55m" if period == "hour" else "23h"
+    return f"(\n{_indent(expr, 2)}\n)\n  and on () {gate}\n  unless last_over_time({record}[{recent}])"
+
+
 def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
     """The baseline_deviation alert: one term per alerting signal and baseline (history, node peers,
     fleet peers), each labelled `signal` and `baseline`, valued with its z."""
@@ -63,7 +77,7 @@ def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
             continue
         guard = by_name.get(b.same_load) if b.same_load else None
         terms.append(_history_term(b, guard, settings, t))
-        for level in ("node", "fleet"):
+        for level in ("node", "fleet") if b.peers else ():
             terms.append(_peer_term(b, guard, level, settings, t))
     return "\nor\n".join(terms)
 
@@ -72,21 +86,46 @@ def _sel(record: str, signal: str) -> str:
     return f'{record}{{signal="{signal}"}}'
 
 
+def _window_sum(record: str, matchers: str, settings: Settings) -> str:
+    return f"sum_over_time({record}{{{matchers}}}[{_days(settings.baselines.window)}])"
+
+
+def _of(signal: str) -> str:
+    return f'signal="{signal}"'
+
+
+
+def history_mean(matchers: str, settings: Settings) -> str:
+    """Mean of the GPU's hourly points over the window (or, with weekly seasonality, of the points
+    around the same time one week earlier when there are any)."""
+    mean = (f"{_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)}\n"
+            f"  / {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)}")
+    if settings.baselines.seasonality == "weekly":
+        mean = f"avg_over_time({conventions.BASELINE_HOURLY}{{{matchers}}}[1h] offset {WEEK_AGO})\n  or {mean}"
+    return f"({mean})"
+
+
+def history_stddev(matchers: str, settings: Settings) -> str:
+    n = _window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)
+    mean = (f"({_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)} / {n})")
+    return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, matchers, settings)} / {n} - {mean} ^ 2, 0))"
+
+
+def history_warm(matchers: str, settings: Settings) -> str:
+    """The cold-start rule: enough hourly points in the window before the GPU's own history speaks."""
+    return f"{_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {settings.baselines.min_points}"
+
+
 def history_delta(b: BaselineSignal, settings: Settings) -> str:
     """How far the last 30 minutes are from the GPU's history mean, positive in the harmful direction."""
-    s = settings.baselines
     now = _sel(conventions.BASELINE_VALUE, b.signal)
-    past = _sel(conventions.BASELINE_HOURLY, b.signal)
-    mean = f"avg_over_time({past}[{_days(s.window)}])"
-    if s.seasonality == "weekly":
-        mean = f"(avg_over_time({past}[1h] offset {WEEK_AGO}) or {mean})"
+    mean = history_mean(_of(b.signal), settings)
     return f"({now} - {mean})" if b.direction == "up" else f"({mean} - {now})"
 
 
 def history_z(b: BaselineSignal, settings: Settings) -> str:
-    past = _sel(conventions.BASELINE_HOURLY, b.signal)
-    spread = f"clamp_min(stddev_over_time({past}[{_days(settings.baselines.window)}]), {promql.format_number(b.floor.value)})"
-    return f"{history_delta(b, settings)} / {spread}"
+    spread = f"clamp_min({history_stddev(_of(b.signal), settings)}, {promql.format_number(b.floor.value)})"
+    return f"{history_delta(b, settings)}\n  / {spread}"
 
 
 def _peer_labels(level: str, settings: Settings) -> tuple[str, ...]:
@@ -111,19 +150,15 @@ def peer_z(b: BaselineSignal, level: str, settings: Settings) -> str:
 
 
 def _history_term(b: BaselineSignal, guard: BaselineSignal | None, settings: Settings, t) -> str:
-    s = settings.baselines
-    window = _days(s.window)
-    past = _sel(conventions.BASELINE_HOURLY, b.signal)
     lines = [
-        f"{history_z(b, settings)} > {t['z']}",
+        f"{history_z(b, settings)}\n  > {t['z']}",
         f"and {history_delta(b, settings)} > {promql.format_number(b.min_delta.value)}",
-        f"and count_over_time({past}[{window}]) >= {s.min_points}",
+        f"and {history_warm(_of(b.signal), settings)}",
     ]
     if guard:
         g_now = _sel(conventions.BASELINE_VALUE, guard.signal)
-        g_past = _sel(conventions.BASELINE_HOURLY, guard.signal)
         lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({g_now} / avg_over_time({g_past}[{window}]) - 1) < {t['same_load_ratio']}")
+                     f"abs({g_now} / {history_mean(_of(guard.signal), settings)} - 1) < {t['same_load_ratio']}")
     return _labelled("\n".join(lines), "history")
 
 
@@ -160,31 +195,21 @@ def annotation_values(settings: Settings) -> str:
         return (f'{{{{ with printf "{query}" {args} | query }}}}{{{{ . | first | value | printf "%.2f" }}}}'
                 f'{{{{ else }}}}?{{{{ end }}}}')
 
-    hourly = conventions.BASELINE_HOURLY
     now = show(f"{conventions.BASELINE_VALUE}{{{gpu}}}", gpu_args)
-    history_mean = show(f"avg_over_time({hourly}{{{gpu}}}[{window}])", gpu_args)
-    history_sd = show(f"stddev_over_time({hourly}{{{gpu}}}[{window}])", gpu_args)
+    mean_query = " ".join(history_mean(gpu, s).split())
+    sd_query = " ".join(history_stddev(gpu, s).split())
+    history_mean_text = show(mean_query, " ".join([gpu_args] * mean_query.count(gpu)))
+    history_sd = show(sd_query, " ".join([gpu_args] * sd_query.count(gpu)))
     peers = []
     for level, sel, args in (("node", node_sel, node_args), ("fleet", fleet_sel, fleet_args)):
         median = show(f"{conventions.baseline_peers(level, 'median')}{{{sel}}}", args)
         sd = show(f"{MAD_TO_SIGMA} * {conventions.baseline_peers(level, 'mad')}{{{sel}}}", args)
         peers.append((level, median, sd))
     return (f"now {now}; "
-            f'{{{{ if eq $labels.baseline "history" }}}}mean of its last {window} {history_mean}, stddev {history_sd}'
+            f'{{{{ if eq $labels.baseline "history" }}}}mean of its last {window} {history_mean_text}, stddev {history_sd}'
             + "".join(f'{{{{ else if eq $labels.baseline "{level}_peers" }}}}{level} peer median {median}, robust stddev {sd}'
                       for level, median, sd in peers)
             + "{{ end }}")
-
-
-def backfill_rules(catalog: Catalog, settings: Settings, render, t, recorded: dict[str, str]) -> list[Rule]:
-    """The hourly history computed straight from raw samples, for `rulesgen backfill`.
-
-    Backfill evaluates one point per hour over past days (promtool tsdb create-blocks-from rules,
-    vmalert replay); neither sees its own output, so the recording rules the live value reads are
-    inlined as subqueries at the evaluation interval the live rules would have used."""
-    value = recording_rules(catalog, settings, render, t)[0].expr
-    step = format_duration(settings.evaluation_interval)
-    return [Rule(record=conventions.BASELINE_HOURLY, expr=promql.inline(value, recorded, step))]
 
 
 def _days(seconds: int) -> str:

@@ -1,0 +1,112 @@
+"""`rulesgen backfill`: compute the downsampled baseline history for past days, so a new deployment's
+per-GPU baselines are not blind for two weeks.
+
+The live rules build the history one hour at a time (value_30m -> value_30m_hourly -> daily sums).
+Backfill evaluators see only the raw series on the server, never their own output, so the rules
+here inline every recording rule they read: the hourly point becomes one expression over raw samples
+(subqueries at the live evaluation interval), the daily sums a [1d:1h] subquery of that. Two files,
+both evaluated hourly: hourly points, and daily sums written in the first hour of each day (UTC).
+promtool shifts evaluations by a hash of the group (like a live server); a [1d:1h] subquery still
+sums exactly the hours D-23h .. D for any evaluation between midnight D and 01:00, the same hours the
+live rule sums at midnight.
+
+Prometheus: `promtool tsdb create-blocks-from rules` queries the server and writes TSDB blocks; move
+them into the server's data directory (it loads new blocks within a minute). VictoriaMetrics:
+`vmalert -replay.*` queries the server and writes the results back with remote write.
+"""
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import conventions, promql
+from .fields import format_duration
+from .output import Rule, RuleFile, RuleGroup, RuleSet
+from .render.prometheus import render_rule_file
+
+HOUR, DAY = 3600, 86400
+
+
+class BackfillError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Span:
+    """[start, end) in unix seconds: start at midnight UTC, end on a whole hour."""
+    start: int
+    end: int
+
+    @classmethod
+    def of(cls, days: int, end: int) -> "Span":
+        end -= end % HOUR
+        start = end - days * DAY
+        return cls(start - start % DAY, end)
+
+    def rfc3339(self, t: int) -> str:
+        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
+    """The hourly-points file and the daily-sums file, from the rendered rules."""
+    recorded = {r.record: r.expr for r in rules.rules if r.record}
+    if conventions.BASELINE_VALUE not in recorded:
+        raise BackfillError("no baseline rules rendered (is baseline_deviation disabled?): nothing to backfill")
+    live = {k: v for k, v in recorded.items() if k not in conventions.BASELINE_RECORDS}
+    step = format_duration(step_seconds)
+    hourly = promql.inline(recorded[conventions.BASELINE_VALUE], live, step)
+    day = f"(\n{hourly}\n)[1d:1h]"
+    first_hour = "\n  and on () hour() == 0"
+    daily = [
+        Rule(record=conventions.BASELINE_DAILY_COUNT, expr=f"count_over_time({day}){first_hour}"),
+        Rule(record=conventions.BASELINE_DAILY_SUM, expr=f"sum_over_time({day}){first_hour}"),
+        Rule(record=conventions.BASELINE_DAILY_SUMSQ,
+             expr=f"count_over_time({day}) * (stdvar_over_time({day}) + avg_over_time({day}) ^ 2){first_hour}"),
+    ]
+    return [
+        RuleFile(path="backfill-hourly.yaml", description="rulesgen backfill: hourly baseline points from raw samples.",
+                 groups=(RuleGroup("rulesgen-backfill-hourly", (Rule(record=conventions.BASELINE_HOURLY, expr=hourly),), HOUR),)),
+        RuleFile(path="backfill-daily.yaml", description="rulesgen backfill: daily sums of the hourly points, at midnight UTC.",
+                 groups=(RuleGroup("rulesgen-backfill-daily", tuple(daily), HOUR),)),
+    ]
+
+
+def write_files(files: list[RuleFile], directory: Path) -> list[Path]:
+    paths = []
+    for f in files:
+        path = directory / f.path
+        path.write_text(render_rule_file(f))
+        paths.append(path)
+    return paths
+
+
+def _run(cmd: list[str]) -> None:
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BackfillError(f"{Path(cmd[0]).name} failed ({result.returncode}):\n{result.stderr.strip() or result.stdout.strip()}")
+
+
+def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promtool: str) -> None:
+    """Blocks into out_dir. The span's end is a whole hour; evaluations run to the end of that hour
+    so that a span ending at midnight includes that midnight's daily sums."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = write_files(files, Path(tmp))
+        _run([promtool, "tsdb", "create-blocks-from", "rules", "--url", url,
+              "--start", span.rfc3339(span.start), "--end", span.rfc3339(span.end + HOUR - 1),
+              "--eval-interval", f"{HOUR}s", "--output-dir", str(out_dir), *map(str, paths)])
+
+
+def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, write_url: str | None = None) -> None:
+    """vmalert replay: evaluates each group at its interval from span.start and writes the results
+    to the server with remote write."""
+    from .vmreplay import VMReplayError, run_vmalert
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in write_files(files, Path(tmp)):
+            try:
+                run_vmalert(url, path, span.start, span.end, HOUR, vmalert, write_url=write_url)
+            except VMReplayError as exc:
+                raise BackfillError(str(exc)) from None
