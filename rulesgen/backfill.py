@@ -4,9 +4,9 @@ per-GPU baselines are not blind for two weeks.
 The live rules build the history one hour at a time (value_30m -> value_30m_hourly -> daily sums).
 Backfill evaluators see only the raw series on the server, never their own output, so the rules
 here inline every recording rule they read: the hourly point becomes one expression over raw samples
-(subqueries at the live evaluation interval), the daily sums a [1d:1h] subquery of that. Two files,
+(subqueries at the live evaluation interval), the daily sums a [23h59m:1h] subquery of that. Two files,
 both evaluated hourly: hourly points, and daily sums written in the first hour of each day (UTC).
-promtool shifts evaluations by a hash of the group (like a live server); a [1d:1h] subquery still
+promtool shifts evaluations by a hash of the group (like a live server); a [23h59m:1h] subquery still
 sums exactly the hours D-23h .. D for any evaluation between midnight D and 01:00, the same hours the
 live rule sums at midnight.
 
@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import conventions, promql
+from .build import baselines
 from .fields import format_duration
 from .output import Rule, RuleFile, RuleGroup, RuleSet
 from .render.prometheus import render_rule_file
@@ -58,7 +59,7 @@ def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
     live = {k: v for k, v in recorded.items() if k not in conventions.BASELINE_RECORDS}
     step = format_duration(step_seconds)
     hourly = promql.inline(recorded[conventions.BASELINE_VALUE], live, step)
-    day = f"(\n{hourly}\n)[1d:1h]"
+    day = f"(\n{hourly}\n)[{baselines.DAY_OF_POINTS}:1h]"
     first_hour = "\n  and on () hour() == 0"
     daily = [
         Rule(record=conventions.BASELINE_DAILY_COUNT, expr=f"count_over_time({day}){first_hour}"),

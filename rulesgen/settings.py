@@ -65,13 +65,13 @@ class DashboardSettings:
 class BaselineSettings:
     """The `baselines:` section: how much downsampled history each GPU is compared with."""
     window: int = 14 * 86400  # long window of the per-GPU mean and stddev
-    min_history: int = 7 * 86400  # hourly points a GPU needs before its own baseline may alert
+    min_history: int = 7 * 86400  # days of downsampled history a GPU needs before its own baseline alerts
     seasonality: str = "none"  # none | weekly: compare with the same hour one week earlier
     interval: int = 300  # evaluation interval of the baseline groups
 
     @property
-    def min_points(self) -> int:
-        return self.min_history // 3600
+    def min_days(self) -> int:
+        return self.min_history // 86400
 
 
 SEASONALITY = ("none", "weekly")
@@ -287,9 +287,9 @@ def _baseline_settings(fields: Fields, errors: Collector) -> BaselineSettings:
                    "baselines.window must be whole days from 7d to 28d (14d by default): the history each GPU is compared with")
         window = default.window
     history = fields.duration("min_history", default=default.min_history)
-    if history is not None and not (day <= history <= (window or default.window) and history % 3600 == 0):
+    if history is not None and not (day <= history <= (window or default.window) and history % day == 0):
         errors.add(fields.at("min_history"), "bad-value",
-                   f"baselines.min_history must be whole hours from 1d up to the window ({(window or default.window) // day}d)")
+                   f"baselines.min_history must be whole days from 1d up to the window ({(window or default.window) // day}d)")
         history = default.min_history
     interval = fields.duration("interval", default=default.interval)
     if interval is not None and (interval % 60 or not 60 <= interval <= 300):

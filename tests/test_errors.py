@@ -114,6 +114,19 @@ def test_config_errors(tmp_path, minimal_catalog):
     ]
 
 
+def test_baseline_settings_errors(tmp_path):
+    cfg = tmp_path / "rulesgen.yaml"
+    cfg.write_text("baselines:\n  window: 3d\n  min_history: 20d\n  seasonality: daily\n  interval: 10m\n  windw: 7d\n")
+    c = str(cfg)
+    assert errors_of(load_settings, cfg) == [
+        f"{c}:2:3: error[bad-value]: baselines.window must be whole days from 7d to 28d (14d by default): the history each GPU is compared with",
+        f"{c}:3:3: error[bad-value]: baselines.min_history must be whole days from 1d up to the window (14d)",
+        f"{c}:4:3: error[bad-value]: baselines.seasonality must be one of none, weekly, got 'daily'",
+        f"{c}:5:3: error[bad-value]: baselines.interval must be 1m to 5m in whole minutes (long-window groups run at interval <= 5m)",
+        f"{c}:6:3: error[unknown-key]: baselines: unknown key 'windw' (did you mean 'window'?)",
+    ]
+
+
 def test_config_names_unknown_failure_mode_and_threshold(tmp_path, minimal_catalog):
     from rulesgen.artifacts import load_inputs
     cfg = tmp_path / "rulesgen.yaml"

@@ -15,8 +15,11 @@ from ..settings import Settings
 
 # Robust z: 1.4826 x MAD estimates the standard deviation of normal data (one outlier cannot widen it).
 MAD_TO_SIGMA = 1.4826
-# The weekly comparison reads the hourly points within 30 minutes of now minus one week.
+# The weekly comparison reads the hourly point within 30 minutes of now minus one week.
 WEEK_AGO = "6d23h30m"
+# One day of hourly points. Prometheus 2.x range selectors include both ends (3.x and VictoriaMetrics
+# exclude the start); a minute short of a day holds exactly 24 hourly points in every engine.
+DAY_OF_POINTS = "23h59m"
 
 
 def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rule]:
@@ -37,7 +40,7 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rul
     ]
     # Daily sums of the hourly points: the long-window mean and stddev add up 14 of these per GPU and
     # signal instead of reading 336 hourly points at every evaluation (exact: population variance).
-    day = f"{hourly}[1d]"
+    day = f"{hourly}[{DAY_OF_POINTS}]"
     for record, expr in ((conventions.BASELINE_DAILY_COUNT, f"count_over_time({day})"),
                          (conventions.BASELINE_DAILY_SUM, f"sum_over_time({day})"),
                          (conventions.BASELINE_DAILY_SUMSQ,
@@ -68,18 +71,79 @@ def _once_per(expr: str, record: str, period: str, settings: Settings) -> str:
 
 
 def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
-    """The baseline_deviation alert: one term per alerting signal and baseline (history, node peers,
-    fleet peers), each labelled `signal` and `baseline`, valued with its z."""
+    """The baseline_deviation alert, labelled `signal` and `baseline` (history, node_peers,
+    fleet_peers) and valued with its z. Signals are compared all at once, with their floors, minimum
+    deviations and directions as small constant vectors keyed by `signal`: every series selector
+    costs an index lookup at each evaluation, so one term per group of signals sharing a "same load"
+    guard, not one per signal."""
     by_name = {b.signal: b for b in catalog.baselines}
-    terms = []
+    groups: dict[str | None, list[BaselineSignal]] = {}
     for b in catalog.baselines:
-        if not b.alert:
-            continue
-        guard = by_name.get(b.same_load) if b.same_load else None
-        terms.append(_history_term(b, guard, settings, t))
-        for level in ("node", "fleet") if b.peers else ():
-            terms.append(_peer_term(b, guard, level, settings, t))
+        if b.alert:
+            groups.setdefault(b.same_load, []).append(b)
+    terms = []
+    for kind in ("history", "node", "fleet"):
+        for guard_name, signals in groups.items():
+            if kind != "history":
+                signals = [b for b in signals if b.peers]
+            if signals:
+                guard = by_name.get(guard_name) if guard_name else None
+                term = _history_term(signals, guard, settings, t) if kind == "history" else _peer_term(signals, guard, kind, settings, t)
+                terms.append(_labelled(term, "history" if kind == "history" else f"{kind}_peers"))
     return "\nor\n".join(terms)
+
+
+def _param(values: dict[str, float]) -> str:
+    """A constant per signal: label_replace(vector(x), "signal", ...) or ... (no storage access)."""
+    return "(" + " or ".join(f'label_replace(vector({promql.format_number(v)}), "signal", "{k}", "", "")'
+                             for k, v in values.items()) + ")"
+
+
+def _matching(signals: list[BaselineSignal]) -> str:
+    return 'signal=~"' + "|".join(b.signal for b in signals) + '"'
+
+
+def _at_least(expr: str, floor: str) -> str:
+    """max(expr, floor) per signal, keeping expr's labels."""
+    return f"({expr} >= on (signal) group_left () {floor}\n  or {expr} * 0 + on (signal) group_left () {floor})"
+
+
+def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, settings: Settings, t) -> str:
+    m = _matching(signals)
+    direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
+    delta = f"(({conventions.BASELINE_VALUE}{{{m}}} - {history_mean(m, settings)}) * on (signal) group_left () {direction})"
+    floor = _param({b.signal: b.floor.value for b in signals})
+    lines = [
+        f"{delta}\n  / {_at_least(history_stddev(m, settings), floor)}\n  > {t['z']}",
+        f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
+        f"and {history_warm(m, settings)}",
+    ]
+    if guard:
+        g = _of(guard.signal)
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
+                     f"abs({conventions.BASELINE_VALUE}{{{g}}} / {history_mean(g, settings)} - 1) < {t['same_load_ratio']}")
+    return "\n".join(lines)
+
+
+def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, level: str, settings: Settings, t) -> str:
+    labels = _peer_labels(level, settings)
+    on = promql.by((*labels, "signal"))
+    m = _matching(signals)
+    direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
+    median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
+    delta = (f"(({conventions.BASELINE_VALUE}{{{m}}} - on ({on}) group_left () {median}{{{m}}})"
+             f" * on (signal) group_left () {direction})")
+    spread = _at_least(f"{MAD_TO_SIGMA} * {mad}{{{m}}}", _param({b.signal: b.floor.value for b in signals}))
+    lines = [
+        f"{delta}\n  / on ({on}) group_left () {spread}\n  > {t['peer_z']}",
+        f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
+    ]
+    if guard:
+        g = _of(guard.signal)
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
+                     f"abs({conventions.BASELINE_VALUE}{{{g}}} / on ({promql.by(labels)}) group_left () {median}{{{g}}} - 1)"
+                     f" < {t['same_load_ratio']}")
+    return "\n".join(lines)
 
 
 def _sel(record: str, signal: str) -> str:
@@ -101,7 +165,7 @@ def history_mean(matchers: str, settings: Settings) -> str:
     mean = (f"{_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)}\n"
             f"  / {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)}")
     if settings.baselines.seasonality == "weekly":
-        mean = f"avg_over_time({conventions.BASELINE_HOURLY}{{{matchers}}}[1h] offset {WEEK_AGO})\n  or {mean}"
+        mean = f"avg_over_time({conventions.BASELINE_HOURLY}{{{matchers}}}[59m] offset {WEEK_AGO})\n  or {mean}"
     return f"({mean})"
 
 
@@ -111,9 +175,16 @@ def history_stddev(matchers: str, settings: Settings) -> str:
     return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, matchers, settings)} / {n} - {mean} ^ 2, 0))"
 
 
+# The fewest hourly points a history may have, whatever its age: a mean and stddev need some data.
+MIN_POINTS = 24
+
+
 def history_warm(matchers: str, settings: Settings) -> str:
-    """The cold-start rule: enough hourly points in the window before the GPU's own history speaks."""
-    return f"{_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {settings.baselines.min_points}"
+    """The cold-start rule: min_history days of daily points (days with busy hours) in the window, and
+    at least a day's worth of hourly points, before the GPU's own history speaks."""
+    daily = f"{conventions.BASELINE_DAILY_COUNT}{{{matchers}}}[{_days(settings.baselines.window)}]"
+    return (f"count_over_time({daily}) >= {settings.baselines.min_days}\n"
+            f"and {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {MIN_POINTS}")
 
 
 def history_delta(b: BaselineSignal, settings: Settings) -> str:
@@ -147,32 +218,6 @@ def peer_z(b: BaselineSignal, level: str, settings: Settings) -> str:
     mad = conventions.baseline_peers(level, "mad")
     return (f"{peer_delta(b, level, settings)}\n  / on ({on}) group_left () "
             f"clamp_min({MAD_TO_SIGMA} * {mad}, {promql.format_number(b.floor.value)})")
-
-
-def _history_term(b: BaselineSignal, guard: BaselineSignal | None, settings: Settings, t) -> str:
-    lines = [
-        f"{history_z(b, settings)}\n  > {t['z']}",
-        f"and {history_delta(b, settings)} > {promql.format_number(b.min_delta.value)}",
-        f"and {history_warm(_of(b.signal), settings)}",
-    ]
-    if guard:
-        g_now = _sel(conventions.BASELINE_VALUE, guard.signal)
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({g_now} / {history_mean(_of(guard.signal), settings)} - 1) < {t['same_load_ratio']}")
-    return _labelled("\n".join(lines), "history")
-
-
-def _peer_term(b: BaselineSignal, guard: BaselineSignal | None, level: str, settings: Settings, t) -> str:
-    lines = [
-        f"{peer_z(b, level, settings)}\n  > {t['peer_z']}",
-        f"and {peer_delta(b, level, settings)} > {promql.format_number(b.min_delta.value)}",
-    ]
-    if guard:
-        g_now = _sel(conventions.BASELINE_VALUE, guard.signal)
-        median = _sel(conventions.baseline_peers(level, "median"), guard.signal)
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({g_now} / on ({promql.by(_peer_labels(level, settings))}) group_left () {median} - 1) < {t['same_load_ratio']}")
-    return _labelled("\n".join(lines), f"{level}_peers")
 
 
 def _labelled(expr: str, baseline: str) -> str:

@@ -1,0 +1,103 @@
+"""The baseline rules' arithmetic in promtool: the stddev floor (a flat history cannot make a 1 C
+change infinite), the cold-start rule, and weekly seasonality. Small hand-built inputs whose
+expected values are exact; the long realistic scenarios are in fixtures/scenarios/baseline-*.yaml."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from rulesgen import artifacts
+from rulesgen.build import baselines
+from rulesgen.catalog import bundled_catalog_dir
+from rulesgen.settings import Settings
+
+LABELS = 'job="dcgm-exporter", Hostname="node-a", gpu="0", UUID="GPU-0", modelName="NVIDIA H100 80GB HBM3"'
+
+
+def render_rules(tmp_path: Path, config: str = "") -> list[str]:
+    cfg = None
+    if config:
+        cfg = tmp_path / "rulesgen.yaml"
+        cfg.write_text(config)
+    plan = artifacts.plan(bundled_catalog_dir(), cfg, None)
+    paths = []
+    for f in plan.rules.files:
+        if f.path.endswith(("recording.yaml", "baselines.yaml")):
+            path = tmp_path / Path(f.path).name
+            path.write_text(next(a.text for a in plan.artifacts if a.path == f.path))
+            paths.append(str(path))
+    return paths
+
+
+def steady(temp_values: str, n: int) -> list[dict]:
+    """One busy, unconstrained GPU: temperature as given, everything else constant for n+1 samples."""
+    return [
+        {"series": f"DCGM_FI_DEV_GPU_TEMP{{{LABELS}}}", "values": temp_values},
+        {"series": f"DCGM_FI_DEV_POWER_USAGE{{{LABELS}}}", "values": f"600x{n}"},
+        {"series": f"DCGM_FI_DEV_GPU_UTIL{{{LABELS}}}", "values": f"100x{n}"},
+        {"series": f"DCGM_FI_DEV_SM_CLOCK{{{LABELS}}}", "values": f"1980x{n}"},
+        {"series": f"DCGM_FI_DEV_FB_USED{{{LABELS}}}", "values": f"1000x{n}"},
+    ]
+
+
+def promtool_test(promtool: str, tmp_path: Path, rule_files: list[str], interval: str, series: list[dict], checks: list[dict]) -> None:
+    # Real servers evaluate files in order; promtool sorts groups by name unless told.
+    order = ["rulesgen-gpu-signals", "rulesgen-baseline-signals"]
+    test = {"rule_files": rule_files, "evaluation_interval": interval, "group_eval_order": order,
+            "tests": [{"interval": interval, "input_series": series, "promql_expr_test": checks}]}
+    path = tmp_path / "test.yaml"
+    path.write_text(yaml.safe_dump(test, sort_keys=False))
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def one(expr: str, at: str, value: float) -> dict:
+    """expr must give exactly the GPU's gpu_temp series with `value` at `at`."""
+    labels = LABELS.replace('job="dcgm-exporter", ', "") + ', signal="gpu_temp"'
+    return {"expr": expr, "eval_time": at, "exp_samples": [{"labels": f"{{{labels}}}", "value": value}]}
+
+
+def test_flat_history_is_floored_and_a_young_gpu_is_cold(tmp_path, promtool):
+    """Two days at exactly 60 C (stddev 0), then 61 C: z = 1 C / 2 C floor = 0.5, not +Inf; and
+    two days of history are not the 7 days the GPU's own baseline needs."""
+    rules = render_rules(tmp_path)
+    gpu_temp = next(b for b in _catalog().baselines if b.signal == "gpu_temp")
+    s = Settings()
+    # 5-minute samples: 2 days flat (577 samples), then 1 C more for an hour.
+    series = steady("60x576 61x12", 588)
+    checks = [
+        one(baselines.history_z(gpu_temp, s), "2d1h", 0.5),
+        one(baselines.history_mean('signal="gpu_temp"', s), "2d1h", 60),
+        {"expr": baselines.history_warm('signal="gpu_temp"', s), "eval_time": "2d1h", "exp_samples": []},
+    ]
+    promtool_test(promtool, tmp_path, rules, "5m", series, checks)
+
+
+def test_weekly_seasonality_compares_with_the_same_hour_a_week_earlier(tmp_path, promtool):
+    """Hourly samples for 8 days: 60 C except 80 C at 10:00-11:00 on day 0 and day 7. Against the
+    window mean the day-7 peak is ~+20 C; against the same hour one week earlier it is ~0."""
+    hours = 8 * 24
+    values = ["60"] * (hours + 1)
+    for h in (10, 11, 7 * 24 + 10, 7 * 24 + 11):
+        values[h] = "80"
+    series = steady(" ".join(values), hours)
+    at = f"{7 * 24 + 11}h"
+    gpu_temp = next(b for b in _catalog().baselines if b.signal == "gpu_temp")
+    plain = tmp_path / "plain"
+    weekly = tmp_path / "weekly"
+    plain.mkdir()
+    weekly.mkdir()
+    # Daily sums written at midnights 0d..7d hold the hourly points 0h..168h: two of them at 80 C.
+    mean_7d = (2 * 80 + 167 * 60) / 169
+    promtool_test(promtool, plain, render_rules(plain), "1h", series,
+                  [one(baselines.history_delta(gpu_temp, Settings()), at, 80 - mean_7d)])
+    s = Settings(baselines=Settings().baselines.__class__(seasonality="weekly"))
+    promtool_test(promtool, weekly, render_rules(weekly, "baselines: {seasonality: weekly}\n"), "1h", series,
+                  [one(baselines.history_delta(gpu_temp, s), at, 0)])
+
+
+def _catalog():
+    from rulesgen.catalog import load_catalog
+    return load_catalog(bundled_catalog_dir())
