@@ -91,8 +91,9 @@ def test_no_range_function_reads_a_long_window_of_raw_samples(rendered):
                 for m in re.finditer(r"([\w:]+)(?:\{[^}]*\})?\[(\d+)([hd])\]", r["expr"]):
                     name, what = m.group(1), f"{r.get('record') or r.get('alert')}: {m.group(0)}"
                     assert ":" in name, what
-                    if m.group(3) == "d":  # days: only the hourly downsampled history (<= 24 points a day)
-                        assert name == conventions.BASELINE_HOURLY, what
+                    if m.group(3) == "d":  # days: only the daily sums of the downsampled history (1 point a day)
+                        assert name in (conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,
+                                        conventions.BASELINE_DAILY_SUMSQ), what
 
 
 def test_committed_outputs_are_fresh():
