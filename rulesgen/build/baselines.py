@@ -224,39 +224,6 @@ def _labelled(expr: str, baseline: str) -> str:
     return f'label_replace(\n  (\n{_indent(expr, 4)}\n  ),\n  "baseline", "{baseline}", "", ""\n)'
 
 
-def annotation_values(settings: Settings) -> str:
-    """Go-template text for an alert's description: the signal now, the baseline mean and stddev,
-    read with `query` at notification time (Prometheus and vmalert both provide it)."""
-    s = settings
-    gpu = ",".join(f'{label}=%q' for label in (*s.gpu_identity, "signal"))
-    gpu_args = " ".join(f"$labels.{label}" for label in (*s.gpu_identity, "signal"))
-    node_sel = ",".join(f"{label}=%q" for label in (*s.node_labels, "modelName", "signal"))
-    node_args = " ".join(f"$labels.{label}" for label in (*s.node_labels, "modelName", "signal"))
-    fleet_sel = ",".join(f"{label}=%q" for label in (s.cluster_label, "modelName", "signal"))
-    fleet_args = " ".join(f"$labels.{label}" for label in (s.cluster_label, "modelName", "signal"))
-    window = _days(s.baselines.window)
-
-    def show(query: str, args: str) -> str:
-        return (f'{{{{ with printf "{query}" {args} | query }}}}{{{{ . | first | value | printf "%.2f" }}}}'
-                f'{{{{ else }}}}?{{{{ end }}}}')
-
-    now = show(f"{conventions.BASELINE_VALUE}{{{gpu}}}", gpu_args)
-    mean_query = " ".join(history_mean(gpu, s).split())
-    sd_query = " ".join(history_stddev(gpu, s).split())
-    history_mean_text = show(mean_query, " ".join([gpu_args] * mean_query.count(gpu)))
-    history_sd = show(sd_query, " ".join([gpu_args] * sd_query.count(gpu)))
-    peers = []
-    for level, sel, args in (("node", node_sel, node_args), ("fleet", fleet_sel, fleet_args)):
-        median = show(f"{conventions.baseline_peers(level, 'median')}{{{sel}}}", args)
-        sd = show(f"{MAD_TO_SIGMA} * {conventions.baseline_peers(level, 'mad')}{{{sel}}}", args)
-        peers.append((level, median, sd))
-    return (f"now {now}; "
-            f'{{{{ if eq $labels.baseline "history" }}}}mean of its last {window} {history_mean_text}, stddev {history_sd}'
-            + "".join(f'{{{{ else if eq $labels.baseline "{level}_peers" }}}}{level} peer median {median}, robust stddev {sd}'
-                      for level, median, sd in peers)
-            + "{{ end }}")
-
-
 def _days(seconds: int) -> str:
     return f"{seconds // 86400}d"
 

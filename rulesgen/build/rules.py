@@ -56,8 +56,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
                            f"{', '.join(BASELINE_THRESHOLDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
                 continue
             baseline_recording = _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics)
-            context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"]),
-                       "baseline_values": baselines.annotation_values(settings)}
+            context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"])}
         workload_from = templates.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
         for spec in fm.alerts:
