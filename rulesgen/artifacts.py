@@ -52,10 +52,12 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> 
     scenarios = []
     if scenarios_dir is not None and scenarios_dir.is_dir():
         scenarios = load_scenarios(sorted(scenarios_dir.glob("*.yaml")), [fm.id for fm in catalog.failure_modes])
-        rule_files = [os.path.relpath(f.path, "tests/promtool") for f in rules.files if f.path not in DASHBOARD_ONLY]
+        replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]
+        rule_files = [os.path.relpath(f.path, "tests/promtool") for f in replayed]
+        group_order = [g.name for f in replayed for g in f.groups]
         for s in scenarios:
             text = header([f"promtool unit test replaying scenario {s.name} ({Path(s.path).name}).",
-                           "Run: promtool test rules tests/promtool/*.yaml"]) + dump(scenario_test(s, rule_files))
+                           "Run: promtool test rules tests/promtool/*.yaml"]) + dump(scenario_test(s, rule_files, group_order))
             artifacts.append(Artifact(f"tests/promtool/{s.name}.yaml", text))
     artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules)) + [provider_artifact(settings)]
     artifacts += delivery_artifacts(catalog, settings, rules, artifacts)

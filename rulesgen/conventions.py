@@ -34,6 +34,11 @@ def alert_group(group: str) -> str:
     return f"{GROUP_PREFIX}-{group}-alerts"
 
 
+# Baseline recording rules and their alert share one group: rules inside a group run in order, so
+# the alert reads this evaluation's values whatever order an evaluator gives groups.
+BASELINE_GROUP = f"{GROUP_PREFIX}-baselines"
+
+
 def rule_file(kind: str) -> str:
     return f"alerts/prometheus/{kind}.yaml"
 
@@ -51,6 +56,10 @@ BASELINE_HOURLY = f"{BASELINE_VALUE}_hourly"
 BASELINE_DAILY_COUNT = "gpu:dcgm_baseline_daily:count"
 BASELINE_DAILY_SUM = "gpu:dcgm_baseline_daily:sum"
 BASELINE_DAILY_SUMSQ = "gpu:dcgm_baseline_daily:sumsq"
+# The history baseline over `baselines.window`, from the daily sums; present only once the GPU has
+# `baselines.min_history` of history (cold GPUs have none).
+BASELINE_HISTORY_MEAN = "gpu:dcgm_baseline_history:mean"
+BASELINE_HISTORY_STDDEV = "gpu:dcgm_baseline_history:stddev"
 
 
 def baseline_peers(level: str, statistic: str) -> str:
@@ -59,7 +68,7 @@ def baseline_peers(level: str, statistic: str) -> str:
 
 
 BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_HOURLY, BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM,
-                              BASELINE_DAILY_SUMSQ, *(baseline_peers(level, stat)
+                              BASELINE_DAILY_SUMSQ, BASELINE_HISTORY_MEAN, BASELINE_HISTORY_STDDEV, *(baseline_peers(level, stat)
                               for level in ("node", "fleet") for stat in ("median", "mad"))})
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from .build.promtool_tests import listing_test
 from .fields import format_duration
 from .model import Catalog
-from .replay import _got_series, _run
+from .replay import _got_series, _run, group_order
 from .scenarios import STALE, Scenario, expand, series_labels
 
 MAX_PANELS = 5
@@ -89,9 +89,9 @@ def plotted_series(scenario: Scenario, gpus: list[dict[str, str]], preferred: li
     return sorted(out, key=lambda s: (metrics.index(s.metric), s.labels))
 
 
-def alert_states_test(scenario: Scenario, rule_files: list[str]) -> dict:
+def alert_states_test(scenario: Scenario, rule_files: list[str], order: list[str]) -> dict:
     """A promtool test that lists ALERTS at every evaluation time, the time carried in label `at`."""
-    doc = listing_test(scenario, rule_files)
+    doc = listing_test(scenario, rule_files, order)
     step = scenario.evaluation_interval
     doc["tests"][0]["promql_expr_test"] = [
         {"expr": f'label_replace(ALERTS, "at", "{t}", "", "")', "eval_time": format_duration(t), "exp_samples": []}
@@ -120,7 +120,7 @@ def spans_from_states(states: list[dict[str, str]], step: int) -> list[Span]:
 def alert_spans(scenario: Scenario, rule_paths: list[Path]) -> list[Span]:
     rule_files = [str(p.resolve()) for p in rule_paths]
     with tempfile.TemporaryDirectory(prefix="rulesgen-plot-") as tmp:
-        output = _run(alert_states_test(scenario, rule_files), Path(tmp), "states")
+        output = _run(alert_states_test(scenario, rule_files, group_order(rule_paths)), Path(tmp), "states")
     return spans_from_states(_got_series(output), scenario.evaluation_interval)
 
 

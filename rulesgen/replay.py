@@ -7,6 +7,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from .build.promtool_tests import listing_test, per_mode_test, timing_test
 from .render.yamltext import dump
 from .scenarios import Scenario
@@ -56,6 +58,11 @@ def _got_series(output: str) -> list[dict[str, str]]:
     return out
 
 
+def group_order(rule_paths: list[Path]) -> list[str]:
+    """Group names in file order, the order the rule files were rendered to be evaluated in."""
+    return [g["name"] for p in rule_paths for g in (yaml.safe_load(p.read_text()) or {}).get("groups") or []]
+
+
 def _run(doc: dict, workdir: Path, name: str) -> str:
     path = workdir / f"{name}.yaml"
     path.write_text(dump(doc))
@@ -70,17 +77,18 @@ def replay(scenario: Scenario, rule_paths: list[Path], failure_modes: list[str])
     series that its subquery passes promtool's 10,000-sample limit, fall back to listing the fired
     series first and timing each one alone."""
     rule_files = [str(p.resolve()) for p in rule_paths]
+    order = group_order(rule_paths)
     with tempfile.TemporaryDirectory(prefix="rulesgen-replay-") as tmp:
         work = Path(tmp)
-        output = _run(per_mode_test(scenario, rule_files, failure_modes), work, "modes")
+        output = _run(per_mode_test(scenario, rule_files, order, failure_modes), work, "modes")
         if "err:" not in output:
             fired = [Fired(tuple(sorted((k, v) for k, v in labels.items() if k not in ("alertstate", "first_firing"))),
                            int(float(labels["first_firing"]))) for labels in _got_series(output)]
             return judge(scenario, fired)
-        listed = _got_series(_run(listing_test(scenario, rule_files), work, "list"))
+        listed = _got_series(_run(listing_test(scenario, rule_files, order), work, "list"))
         fired = []
         if listed:
-            doc = timing_test(scenario, rule_files, listed)
+            doc = timing_test(scenario, rule_files, order, listed)
             # Tag each query with its index so answers map back to series whatever order promtool prints.
             for i, test in enumerate(doc["tests"][0]["promql_expr_test"]):
                 test["expr"] = f'label_replace({test["expr"]}, "series_index", "{i}", "", "")'

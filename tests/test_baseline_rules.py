@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from rulesgen import artifacts
+from rulesgen import artifacts, conventions
 from rulesgen.build import baselines
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.settings import Settings
@@ -43,8 +43,8 @@ def steady(temp_values: str, n: int) -> list[dict]:
 
 
 def promtool_test(promtool: str, tmp_path: Path, rule_files: list[str], interval: str, series: list[dict], checks: list[dict]) -> None:
-    # Real servers evaluate files in order; promtool sorts groups by name unless told.
-    order = ["rulesgen-gpu-signals", "rulesgen-baseline-signals"]
+    # Without group_eval_order promtool 2.42 evaluates groups in random (Go map) order.
+    order = ["rulesgen-gpu-signals", "rulesgen-baselines"]
     test = {"rule_files": rule_files, "evaluation_interval": interval, "group_eval_order": order,
             "tests": [{"interval": interval, "input_series": series, "promql_expr_test": checks}]}
     path = tmp_path / "test.yaml"
@@ -60,19 +60,21 @@ def one(expr: str, at: str, value: float) -> dict:
 
 
 def test_flat_history_is_floored_and_a_young_gpu_is_cold(tmp_path, promtool):
-    """Two days at exactly 60 C (stddev 0), then 61 C: z = 1 C / 2 C floor = 0.5, not +Inf; and
-    two days of history are not the 7 days the GPU's own baseline needs."""
+    """Seven days at exactly 60 C (stddev 0), then 61 C: z = 1 C / 2 C floor = 0.5, not +Inf. After
+    two days the GPU is cold: no history mean, stddev or z yet (7 days of daily points needed)."""
     rules = render_rules(tmp_path)
     gpu_temp = next(b for b in _catalog().baselines if b.signal == "gpu_temp")
-    s = Settings()
-    # 5-minute samples: 2 days flat (577 samples), then 1 C more for an hour.
-    series = steady("60x576 61x12", 588)
-    checks = [
-        one(baselines.history_z(gpu_temp, s), "2d1h", 0.5),
-        one(baselines.history_mean('signal="gpu_temp"', s), "2d1h", 60),
-        {"expr": baselines.history_warm('signal="gpu_temp"', s), "eval_time": "2d1h", "exp_samples": []},
+    # Hourly samples: 0h..168h at 60 C, then 61 C. Daily points at midnights 0d..7d hold 1 + 7 x 24 points.
+    series = steady("60x168 61x2", 170)
+    cold = [{"expr": expr, "eval_time": "2d1h", "exp_samples": []} for expr in (
+        baselines.history_z(gpu_temp), f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}}',
+        baselines.history_warm('signal="gpu_temp"', Settings()))]
+    warm = [
+        one(baselines.history_z(gpu_temp), "7d1h", 0.5),
+        one(f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}} * 1', "7d1h", 60),  # "* 1" drops __name__
+        one(f'{conventions.BASELINE_HISTORY_STDDEV}{{signal="gpu_temp"}} * 1', "7d1h", 0),
     ]
-    promtool_test(promtool, tmp_path, rules, "5m", series, checks)
+    promtool_test(promtool, tmp_path, rules, "1h", series, cold + warm)
 
 
 def test_weekly_seasonality_compares_with_the_same_hour_a_week_earlier(tmp_path, promtool):
@@ -92,10 +94,9 @@ def test_weekly_seasonality_compares_with_the_same_hour_a_week_earlier(tmp_path,
     # Daily sums written at midnights 0d..7d hold the hourly points 0h..168h: two of them at 80 C.
     mean_7d = (2 * 80 + 167 * 60) / 169
     promtool_test(promtool, plain, render_rules(plain), "1h", series,
-                  [one(baselines.history_delta(gpu_temp, Settings()), at, 80 - mean_7d)])
-    s = Settings(baselines=Settings().baselines.__class__(seasonality="weekly"))
+                  [one(baselines.history_delta(gpu_temp), at, 80 - mean_7d)])
     promtool_test(promtool, weekly, render_rules(weekly, "baselines: {seasonality: weekly}\n"), "1h", series,
-                  [one(baselines.history_delta(gpu_temp, s), at, 0)])
+                  [one(baselines.history_delta(gpu_temp), at, 0)])
 
 
 def _catalog():

@@ -2,9 +2,10 @@
 
 Cost is the design: long windows never read raw samples. Every `interval` (<= 5m) the signal's last
 30 minutes are recorded once per GPU (value_30m: a median, or a rate for counters); once an hour that
-value is copied into value_30m_hourly, the downsampled history. The 14-day mean and stddev read that series: 336 points per GPU and signal,
-not the 40,320 raw samples a 30 s scrape leaves in 14 days. All signals share six recording rules
-(label `signal`), so the evaluation cost grows with GPUs, not with rules.
+value is copied into value_30m_hourly, the downsampled history; once a day at midnight UTC its count,
+sum and sum of squares are written. The 14-day mean and stddev add up 14 of those daily points per
+GPU and signal, not the 40,320 raw samples a 30 s scrape leaves in 14 days. All signals share the
+same recording rules (label `signal`), so the evaluation cost grows with GPUs, not with signals.
 """
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rul
                          (conventions.BASELINE_DAILY_SUMSQ,
                           f"count_over_time({day}) * (stdvar_over_time({day}) + avg_over_time({day}) ^ 2)")):
         rules.append(Rule(record=record, expr=_once_per(expr, record, "day", s)))
+    # The history itself, once per evaluation from 14 daily points: the alert and the dashboards
+    # read two instant series instead of repeating the window sums in every term.
+    rules.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s)))
+    rules.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV,
+                      expr=f"{history_stddev_expr('', s)}\n  and {conventions.BASELINE_HISTORY_MEAN}"))
     for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
                                    ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
         by = promql.by(labels)
@@ -111,17 +117,16 @@ def _at_least(expr: str, floor: str) -> str:
 def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, settings: Settings, t) -> str:
     m = _matching(signals)
     direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
-    delta = f"(({conventions.BASELINE_VALUE}{{{m}}} - {history_mean(m, settings)}) * on (signal) group_left () {direction})"
+    value, mean = conventions.BASELINE_VALUE, conventions.BASELINE_HISTORY_MEAN
+    delta = f"(({value}{{{m}}} - {mean}{{{m}}}) * on (signal) group_left () {direction})"
     floor = _param({b.signal: b.floor.value for b in signals})
     lines = [
-        f"{delta}\n  / {_at_least(history_stddev(m, settings), floor)}\n  > {t['z']}",
+        f"{delta}\n  / {_at_least(f'{conventions.BASELINE_HISTORY_STDDEV}{{{m}}}', floor)}\n  > {t['z']}",
         f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
-        f"and {history_warm(m, settings)}",
     ]
     if guard:
         g = _of(guard.signal)
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({conventions.BASELINE_VALUE}{{{g}}} / {history_mean(g, settings)} - 1) < {t['same_load_ratio']}")
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) abs({value}{{{g}}} / {mean}{{{g}}} - 1) < {t['same_load_ratio']}")
     return "\n".join(lines)
 
 
@@ -151,25 +156,29 @@ def _sel(record: str, signal: str) -> str:
 
 
 def _window_sum(record: str, matchers: str, settings: Settings) -> str:
-    return f"sum_over_time({record}{{{matchers}}}[{_days(settings.baselines.window)}])"
+    return f"sum_over_time({_selector(record, matchers)}[{_days(settings.baselines.window)}])"
+
+
+def _selector(record: str, matchers: str) -> str:
+    return f"{record}{{{matchers}}}" if matchers else record
 
 
 def _of(signal: str) -> str:
     return f'signal="{signal}"'
 
 
-
-def history_mean(matchers: str, settings: Settings) -> str:
+def history_mean_expr(matchers: str, settings: Settings) -> str:
     """Mean of the GPU's hourly points over the window (or, with weekly seasonality, of the points
-    around the same time one week earlier when there are any)."""
+    around the same time one week earlier when there are any), only for a warm history."""
     mean = (f"{_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)}\n"
             f"  / {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)}")
     if settings.baselines.seasonality == "weekly":
-        mean = f"avg_over_time({conventions.BASELINE_HOURLY}{{{matchers}}}[59m] offset {WEEK_AGO})\n  or {mean}"
-    return f"({mean})"
+        mean = f"avg_over_time({_selector(conventions.BASELINE_HOURLY, matchers)}[59m] offset {WEEK_AGO})\n  or {mean}"
+    return f"(\n{_indent(mean, 2)}\n)\nand {history_warm(matchers, settings)}"
 
 
-def history_stddev(matchers: str, settings: Settings) -> str:
+def history_stddev_expr(matchers: str, settings: Settings) -> str:
+    """Population stddev of the window's hourly points: sqrt(E[x^2] - E[x]^2) from the daily sums."""
     n = _window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)
     mean = (f"({_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)} / {n})")
     return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, matchers, settings)} / {n} - {mean} ^ 2, 0))"
@@ -182,21 +191,21 @@ MIN_POINTS = 24
 def history_warm(matchers: str, settings: Settings) -> str:
     """The cold-start rule: min_history days of daily points (days with busy hours) in the window, and
     at least a day's worth of hourly points, before the GPU's own history speaks."""
-    daily = f"{conventions.BASELINE_DAILY_COUNT}{{{matchers}}}[{_days(settings.baselines.window)}]"
+    daily = f"{_selector(conventions.BASELINE_DAILY_COUNT, matchers)}[{_days(settings.baselines.window)}]"
     return (f"count_over_time({daily}) >= {settings.baselines.min_days}\n"
             f"and {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {MIN_POINTS}")
 
 
-def history_delta(b: BaselineSignal, settings: Settings) -> str:
+def history_delta(b: BaselineSignal) -> str:
     """How far the last 30 minutes are from the GPU's history mean, positive in the harmful direction."""
     now = _sel(conventions.BASELINE_VALUE, b.signal)
-    mean = history_mean(_of(b.signal), settings)
+    mean = _sel(conventions.BASELINE_HISTORY_MEAN, b.signal)
     return f"({now} - {mean})" if b.direction == "up" else f"({mean} - {now})"
 
 
-def history_z(b: BaselineSignal, settings: Settings) -> str:
-    spread = f"clamp_min({history_stddev(_of(b.signal), settings)}, {promql.format_number(b.floor.value)})"
-    return f"{history_delta(b, settings)}\n  / {spread}"
+def history_z(b: BaselineSignal) -> str:
+    spread = f"clamp_min({_sel(conventions.BASELINE_HISTORY_STDDEV, b.signal)}, {promql.format_number(b.floor.value)})"
+    return f"{history_delta(b)}\n  / {spread}"
 
 
 def _peer_labels(level: str, settings: Settings) -> tuple[str, ...]:

@@ -716,9 +716,9 @@ def baseline_panels(ctx: Context) -> list[Panel]:
     panels = []
     for b in ctx.catalog.baselines:
         now = ctx.gpu_series(conventions.BASELINE_VALUE, f'signal="{b.signal}"')
-        past = ctx.gpu_series(conventions.BASELINE_HOURLY, f'signal="{b.signal}"')
-        mean = f"avg_over_time({past}[{window}])"
-        spread = f"clamp_min(stddev_over_time({past}[{window}]), {promql.format_number(b.floor.value)})"
+        mean = ctx.gpu_series(conventions.BASELINE_HISTORY_MEAN, f'signal="{b.signal}"')
+        stddev = ctx.gpu_series(conventions.BASELINE_HISTORY_STDDEV, f'signal="{b.signal}"')
+        spread = f"clamp_min({stddev}, {promql.format_number(b.floor.value)})"
         sign = "+" if b.direction == "up" else "-"
         targets = [
             target(ctx.selected_gpus(now), ctx.legend("gpu")),
@@ -750,7 +750,7 @@ def baseline_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     peer = _threshold(ctx, "baseline_deviation", "peer_z", 4.0)
     alerting = [b for b in ctx.catalog.baselines if b.alert]
     legend = ctx.legend("gpu") + " {{signal}}"
-    history = [target(ctx.selected_gpus(ctx.filtered(one_line(baselines.history_z(b, ctx.settings)), "gpu")), legend,
+    history = [target(ctx.selected_gpus(ctx.filtered(one_line(baselines.history_z(b)), "gpu")), legend,
                       chr(ord("A") + i)) for i, b in enumerate(alerting)]
     peers = [target(ctx.selected_gpus(ctx.filtered(one_line(baselines.peer_z(b, "node", ctx.settings)), "gpu")), legend,
                     chr(ord("A") + i)) for i, b in enumerate(alerting)]

@@ -51,29 +51,29 @@ def unexpected_expr(s: Scenario) -> str:
     return "\nor ".join(terms)
 
 
-def scenario_test(s: Scenario, rule_files: list[str]) -> dict:
+def scenario_test(s: Scenario, rule_files: list[str], group_order: list[str]) -> dict:
     tests = [{"expr": expectation_expr(s, e), "eval_time": format_duration(s.duration),
               "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect]
     tests.append({"expr": unexpected_expr(s), "eval_time": format_duration(s.duration), "exp_samples": []})
-    return _document(s, rule_files, tests)
+    return _document(s, rule_files, group_order, tests)
 
 
-def listing_test(s: Scenario, rule_files: list[str]) -> dict:
+def listing_test(s: Scenario, rule_files: list[str], group_order: list[str]) -> dict:
     """Replay phase 1: every alert series that fired (promtool prints them as the failure's 'got')."""
     expr = f'max_over_time(ALERTS{{alertstate="firing"}}[{replay_range(s)}])'
-    return _document(s, rule_files, [{"expr": expr, "eval_time": format_duration(s.duration), "exp_samples": []}])
+    return _document(s, rule_files, group_order, [{"expr": expr, "eval_time": format_duration(s.duration), "exp_samples": []}])
 
 
-def per_mode_test(s: Scenario, rule_files: list[str], failure_modes: list[str]) -> dict:
+def per_mode_test(s: Scenario, rule_files: list[str], group_order: list[str], failure_modes: list[str]) -> dict:
     """First firing of every alert series, one query per failure mode (each stays under promtool's
     sample limit while few series of that mode fire); the time travels in a label."""
     tests = [{"expr": f'count_values without () ("first_firing", min_over_time(timestamp({firing({"failure_mode": fm})})'
                       f'[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))',
               "eval_time": format_duration(s.duration), "exp_samples": []} for fm in failure_modes]
-    return _document(s, rule_files, tests)
+    return _document(s, rule_files, group_order, tests)
 
 
-def timing_test(s: Scenario, rule_files: list[str], fired: list[dict[str, str]]) -> dict:
+def timing_test(s: Scenario, rule_files: list[str], group_order: list[str], fired: list[dict[str, str]]) -> dict:
     """Replay phase 2: first-firing time of each fired series, carried in a label (promtool prints
     values with two significant digits, labels exactly)."""
     tests = []
@@ -81,13 +81,17 @@ def timing_test(s: Scenario, rule_files: list[str], fired: list[dict[str, str]])
         inner = first_firing_expr(s, {k: v for k, v in labels.items() if k != "alertstate"})
         tests.append({"expr": f'count_values("first_firing", {inner})', "eval_time": format_duration(s.duration),
                       "exp_samples": []})
-    return _document(s, rule_files, tests)
+    return _document(s, rule_files, group_order, tests)
 
 
-def _document(s: Scenario, rule_files: list[str], promql_tests: list[dict]) -> dict:
+def _document(s: Scenario, rule_files: list[str], group_order: list[str], promql_tests: list[dict]) -> dict:
+    """group_order lists every group: without it promtool 2.42 evaluates groups in Go map order,
+    a different order on each run, and a rule reading another group's output then sees this
+    evaluation's value or the previous one by chance."""
     return {
         "rule_files": list(rule_files),
         "evaluation_interval": format_duration(s.evaluation_interval),
+        "group_eval_order": list(group_order),
         "tests": [{
             "name": s.name,
             "interval": format_duration(s.interval),

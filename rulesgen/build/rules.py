@@ -80,10 +80,9 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         elif kind == "aggregates":
             groups.append(RuleGroup(conventions.recording_group("aggregate"), tuple(r for r in recording if r.record not in needed)))
         elif kind == "baselines":
-            # Long-window groups run at the baseline interval (<= 5m), recording before alerts.
-            interval = settings.baselines.interval
-            groups.append(RuleGroup(conventions.recording_group("baseline"), tuple(baseline_recording), interval))
-            groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, [])), interval))
+            # The long-window group runs at the baseline interval (<= 5m), recording before alerts.
+            groups.append(RuleGroup(conventions.BASELINE_GROUP, tuple(baseline_recording) + tuple(alert_groups.get(kind, [])),
+                                    settings.baselines.interval))
         else:
             groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, []))))
         groups = tuple(g for g in groups if g.rules)
