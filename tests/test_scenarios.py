@@ -9,6 +9,7 @@ import pytest
 
 from conftest import ROOT, run_cli
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.replay import promtool_env
 from rulesgen.scenarios import load_scenarios
 from test_render import DESIGN_FAILURE_MODES
 
@@ -36,7 +37,8 @@ def promtool_results(rendered, promtool):
     files = sorted((rendered / "tests" / "promtool").glob("*.yaml"))
 
     def run(path: Path):
-        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900)
+        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
+                              env=promtool_env())
         return path.stem, (proc.returncode, proc.stdout + proc.stderr)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

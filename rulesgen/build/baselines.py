@@ -29,12 +29,16 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rul
     s = settings
     gpu_id = promql.by(s.gpu_identity)
     value, hourly = conventions.BASELINE_VALUE, conventions.BASELINE_HOURLY
-    terms = []
+    busy, always = [], []
     for b in catalog.baselines:
         expr = render(b.value, b.where).strip()
-        if b.busy_only:
-            expr = f"(\n{_indent(expr, 2)}\n)\n  and on ({gpu_id}) avg_over_time(gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"
-        terms.append(f'label_replace(\n{_indent(expr, 2)},\n  "signal", "{b.signal}", "", ""\n)')
+        (busy if b.busy_only else always).append(f'label_replace(\n{_indent(expr, 2)},\n  "signal", "{b.signal}", "", ""\n)')
+    terms = always
+    if busy:
+        # One utilisation window for all busy-only signals, not one per signal.
+        either = "\nor\n".join(busy)
+        terms = [f"(\n{_indent(either, 2)}\n)\n  and on ({gpu_id}) "
+                 f"avg_over_time(gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
     rules = [
         Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None),
         Rule(record=hourly, expr=_once_per(value, hourly, "hour", s)),
