@@ -24,8 +24,12 @@ check: $(STAMP)
 test: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
+# Fleet benchmark (benchmarks/fleet.py, ~1 h on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
+FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
+
 bench: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/fleet.py $(FLEET_ARGS)
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/build_scenarios.py

@@ -12,7 +12,8 @@ live rule sums at midnight.
 
 Prometheus: `promtool tsdb create-blocks-from rules` queries the server and writes TSDB blocks; move
 them into the server's data directory (it loads new blocks within a minute). VictoriaMetrics:
-`vmalert -replay.*` queries the server and writes the results back with remote write.
+`vmalert -replay.*` queries the server and writes the results back with remote write, one run per
+day (the daily sums: one evaluation at each midnight).
 """
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ from .output import Rule, RuleFile, RuleGroup, RuleSet
 from .render.prometheus import render_rule_file
 
 HOUR, DAY = 3600, 86400
+# `rulesgen backfill victoriametrics` runs vmalert once per day of the span: one range query over
+# 14 days of an 800-GPU fleet ran past VictoriaMetrics' default -search.maxQueryDuration (30 s), and
+# vmalert's own chunking (-replay.maxDatapointsPerQuery) writes each chunk's last point twice.
+DAILY_FILE = "backfill-daily.yaml"
 
 
 class BackfillError(Exception):
@@ -70,7 +75,7 @@ def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
     return [
         RuleFile(path="backfill-hourly.yaml", description="rulesgen backfill: hourly baseline points from raw samples.",
                  groups=(RuleGroup("rulesgen-backfill-hourly", (Rule(record=conventions.BASELINE_HOURLY, expr=hourly),), HOUR),)),
-        RuleFile(path="backfill-daily.yaml", description="rulesgen backfill: daily sums of the hourly points, at midnight UTC.",
+        RuleFile(path=DAILY_FILE, description="rulesgen backfill: daily sums of the hourly points, at midnight UTC.",
                  groups=(RuleGroup("rulesgen-backfill-daily", tuple(daily), HOUR),)),
     ]
 
@@ -108,6 +113,10 @@ def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, w
     with tempfile.TemporaryDirectory() as tmp:
         for path in write_files(files, Path(tmp)):
             try:
-                run_vmalert(url, path, span.start, span.end, HOUR, vmalert, write_url=write_url)
+                hours = 1 if path.name == DAILY_FILE else 24  # the daily sums are written at midnight only
+                for day in range(span.start, span.end + 1, DAY):
+                    last = min(day + (hours - 1) * HOUR, span.end)
+                    # vmalert wants timeTo > timeFrom; the extra second adds no evaluation
+                    run_vmalert(url, path, day, last + 1, HOUR, vmalert, write_url=write_url, timeout=None)
             except VMReplayError as exc:
                 raise BackfillError(str(exc)) from None

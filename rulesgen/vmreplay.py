@@ -367,7 +367,7 @@ def _rfc3339(t: int) -> str:
 
 
 def run_vmalert(url: str, rule_file: Path, start: int, end: int, interval: int,
-                vmalert: str | None = None, timeout: int = 600, write_url: str | None = None) -> str:
+                vmalert: str | None = None, timeout: int | None = 600, write_url: str | None = None) -> str:
     """vmalert -replay.* of rule_file over [start, end] at `interval`, reading from url and writing
     the results to write_url (default url)."""
     cmd = [vmalert or find_tool("vmalert"),

@@ -134,6 +134,9 @@ def check_history(points, query, end: int) -> None:
     """`points(selector, start, end)` -> {gpu: [(t, value)]}; `query(expr, at)` -> instant result.
     The hourly points of the last day, the daily sums at its end, and the mean the live alert
     computes from them (the very expression the rules use)."""
+    whole = points(f'{conventions.BASELINE_HOURLY}{{signal="gpu_temp"}}', end - (DAYS - 1) * DAY + 1, end)
+    for gpu, series in whole.items():  # one point per hour of the span: no hour missed or written twice
+        assert len({t for t, _ in series}) == len(series) == (DAYS - 1) * 24, (gpu, [t for t, _ in series])
     hourly = points(f'{conventions.BASELINE_HOURLY}{{signal="gpu_temp"}}', end - DAY + 1, end)
     assert sorted(hourly) == [str(g) for g in range(GPUS)]
     for gpu, series in hourly.items():
