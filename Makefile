@@ -24,7 +24,7 @@ check: $(STAMP)
 test: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
-# Fleet benchmark (benchmarks/fleet.py, ~1 h on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
+# Fleet benchmark (benchmarks/fleet.py, ~45 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
 
 bench: $(STAMP) tools

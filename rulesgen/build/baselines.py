@@ -54,8 +54,7 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rul
     # The history itself, once per evaluation from 14 daily points: the alert and the dashboards
     # read two instant series instead of repeating the window sums in every term.
     rules.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s)))
-    rules.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV,
-                      expr=f"{history_stddev_expr('', s)}\n  and {conventions.BASELINE_HISTORY_MEAN}"))
+    rules.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
     for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
                                    ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
         by = promql.by(labels)
@@ -186,6 +185,18 @@ def history_stddev_expr(matchers: str, settings: Settings) -> str:
     n = _window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)
     mean = (f"({_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)} / {n})")
     return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, matchers, settings)} / {n} - {mean} ^ 2, 0))"
+
+
+def _stddev_record_expr(settings: Settings) -> str:
+    """The stddev record, right after the mean record in the same group. Without seasonality the mean
+    record is the window mean, so it is reused (an instant read instead of two 14-day window sums:
+    at 800 GPUs each window sum costs ~0.3 s an evaluation); it also keeps the stddev to warm histories.
+    With weekly seasonality the mean record may be last week's hour, so the window mean is recomputed."""
+    mean = conventions.BASELINE_HISTORY_MEAN
+    if settings.baselines.seasonality == "weekly":
+        return f"{history_stddev_expr('', settings)}\n  and {mean}"
+    n = _window_sum(conventions.BASELINE_DAILY_COUNT, "", settings)
+    return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, '', settings)} / {n} - {mean} ^ 2, 0))"
 
 
 # The fewest hourly points a history may have, whatever its age: a mean and stddev need some data.
