@@ -50,7 +50,8 @@ sys.path.insert(0, str(HERE))
 
 from rulesgen.fields import parse_duration  # noqa: E402
 from fleet_data import MODEL_NAME, Exporter, exporter_fields, exposition, make_fleet, write_openmetrics  # noqa: E402
-from fleet_servers import PEAK_RSS, Server, free_port, log, metric_value, run_tool  # noqa: E402
+from rulesgen.processes import free_port  # noqa: E402
+from fleet_servers import PEAK_RSS, Server, log, metric_value, run_tool  # noqa: E402
 
 TOOLS = ROOT / ".tools" / "bin"
 RULES_DIR = ROOT / "alerts" / "prometheus"
@@ -63,8 +64,8 @@ NAIVE_GAUGES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_
 NAIVE_COUNTERS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"]
 DCGM_REF = re.compile(r"\bDCGM_FI_[A-Z0-9_]+")
 RECORD_REF = re.compile(r"\b[a-z_]+:[a-zA-Z0-9_]+:[a-zA-Z0-9_]+\b")
-RAW_SERIES = 'count({__name__=~"DCGM_.+|up"})'
-RECORDED_SERIES = 'count({__name__=~".+:.+"})'
+RAW_SERIES = '{__name__=~"DCGM_.+|up"}'
+RECORDED_SERIES = '{__name__=~".+:.+"}'
 BACKFILLED = ["gpu:dcgm_baseline:value_30m_hourly", "gpu:dcgm_baseline_daily:count"]
 
 
@@ -502,9 +503,9 @@ def series_since(server: Server, match: str, seconds: int) -> float:
 
 
 def count_series(server: Server, res: Result) -> None:
-    res.raw_series, res.recorded_series = server.scalar(RAW_SERIES), server.scalar(RECORDED_SERIES)
-    res.raw_series_24h = series_since(server, RAW_SERIES[6:-1], 86400)
-    res.recorded_series_24h = series_since(server, RECORDED_SERIES[6:-1], 86400)
+    res.raw_series, res.recorded_series = server.scalar(f"count({RAW_SERIES})"), server.scalar(f"count({RECORDED_SERIES})")
+    res.raw_series_24h = series_since(server, RAW_SERIES, 86400)
+    res.recorded_series_24h = series_since(server, RECORDED_SERIES, 86400)
     by_name = server.query('sort_desc(count by (__name__) ({__name__=~".+:.+"}))')
     res.recorded_by_name = {r["metric"]["__name__"]: float(r["value"][1]) for r in by_name}
 

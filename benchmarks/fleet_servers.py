@@ -6,13 +6,14 @@ wait4 would not do: after a fork it includes the parent's, this Python process',
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import requests
+
+from rulesgen import processes
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -58,12 +59,6 @@ def run_tool(name: str, cmd: list[str], **kwargs) -> int:
 
 def log(msg: str) -> None:
     print(f"[fleet {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -117,13 +112,7 @@ class Server:
 
     def stop(self) -> None:
         _peak(self.name, vm_hwm(self.proc.pid))
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        processes.stop(self.proc, timeout=30)
         self._log.close()
         if self in Server.running:
             Server.running.remove(self)

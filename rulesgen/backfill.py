@@ -30,9 +30,6 @@ from .output import Rule, RuleFile, RuleGroup, RuleSet
 from .render.prometheus import render_rule_file
 
 HOUR, DAY = 3600, 86400
-# `rulesgen backfill victoriametrics` runs vmalert once per day of the span: one range query over
-# 14 days of an 800-GPU fleet ran past VictoriaMetrics' default -search.maxQueryDuration (30 s), and
-# vmalert's own chunking (-replay.maxDatapointsPerQuery) writes each chunk's last point twice.
 DAILY_FILE = "backfill-daily.yaml"
 
 
@@ -108,7 +105,9 @@ def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promt
 
 def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, write_url: str | None = None) -> None:
     """vmalert replay: evaluates each group at its interval from span.start and writes the results
-    to the server with remote write."""
+    to the server with remote write. One vmalert run per day of the span: one range query over 14
+    days of an 800-GPU fleet ran past VictoriaMetrics' default -search.maxQueryDuration (30 s), and
+    vmalert's own chunking (-replay.maxDatapointsPerQuery) writes each chunk's last point twice."""
     from .vmreplay import VMReplayError, run_vmalert
     with tempfile.TemporaryDirectory() as tmp:
         for path in write_files(files, Path(tmp)):

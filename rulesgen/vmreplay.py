@@ -29,7 +29,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import tempfile
@@ -43,6 +42,8 @@ from pathlib import Path
 
 import yaml
 
+from . import processes
+from .processes import free_port
 from .replay import Fired, Outcome, judge
 from . import scenarios
 from .scenarios import STALE, Scenario
@@ -155,12 +156,6 @@ def snappy_literal(data: bytes) -> bytes:
 # victoria-metrics single-node
 # --------------------------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class VictoriaMetrics:
     """victoria-metrics on 127.0.0.1, a free port and a temporary storage dir; a context manager that
     always stops the process and removes the dir."""
@@ -224,13 +219,8 @@ class VictoriaMetrics:
         return [line for line in text.splitlines() if "\terror\t" in line or "\tfatal\t" in line or "\tpanic\t" in line]
 
     def _kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            processes.stop(self.proc, timeout=15)
         self.proc = None
         atexit.unregister(self._kill)
         if getattr(self, "_log", None):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -22,6 +21,8 @@ import pytest
 
 from rulesgen import conventions
 from rulesgen.backfill import DAY, HOUR
+from rulesgen import processes
+from rulesgen.processes import free_port
 from rulesgen.tools import ToolMissing, find_tool
 from rulesgen.vmreplay import VictoriaMetrics
 
@@ -71,12 +72,6 @@ def openmetrics(start: int, end: int) -> str:
     return "\n".join(lines) + "\n# EOF\n"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Prometheus:
     """prometheus on 127.0.0.1 with a given data dir and no scrape jobs."""
 
@@ -104,12 +99,7 @@ class Prometheus:
         raise RuntimeError("prometheus not ready after 60 s")
 
     def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        processes.stop(self.proc, timeout=20)
 
     def query(self, expr: str, at: int) -> list[dict]:
         qs = urllib.parse.urlencode({"query": expr, "time": str(at)})

@@ -7,7 +7,6 @@ Bearer-token authentication (401 otherwise).
 """
 import json
 import os
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import run_cli
+from rulesgen.processes import free_port
 from rulesgen.push import PushError, push
 
 TOKEN = "glsa_test-secret-token-0123456789"
@@ -109,12 +109,6 @@ def slow_grafana():
     yield server
     server.shutdown()
     server.server_close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 DASHBOARDS = [{"uid": "rg-a", "title": "A", "schemaVersion": 39, "panels": []},

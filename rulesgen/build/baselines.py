@@ -180,10 +180,11 @@ def history_mean_expr(matchers: str, settings: Settings) -> str:
     return f"(\n{_indent(mean, 2)}\n)\nand {history_warm(matchers, settings)}"
 
 
-def history_stddev_expr(matchers: str, settings: Settings) -> str:
-    """Population stddev of the window's hourly points: sqrt(E[x^2] - E[x]^2) from the daily sums."""
+def history_stddev_expr(matchers: str, settings: Settings, mean: str | None = None) -> str:
+    """Population stddev of the window's hourly points: sqrt(E[x^2] - E[x]^2) from the daily sums.
+    `mean`: an expression for the window mean, if one is at hand (else it is summed here)."""
     n = _window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)
-    mean = (f"({_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)} / {n})")
+    mean = mean or f"({_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)} / {n})"
     return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, matchers, settings)} / {n} - {mean} ^ 2, 0))"
 
 
@@ -195,8 +196,7 @@ def _stddev_record_expr(settings: Settings) -> str:
     mean = conventions.BASELINE_HISTORY_MEAN
     if settings.baselines.seasonality == "weekly":
         return f"{history_stddev_expr('', settings)}\n  and {mean}"
-    n = _window_sum(conventions.BASELINE_DAILY_COUNT, "", settings)
-    return f"sqrt(clamp_min({_window_sum(conventions.BASELINE_DAILY_SUMSQ, '', settings)} / {n} - {mean} ^ 2, 0))"
+    return history_stddev_expr("", settings, mean=mean)
 
 
 # The fewest hourly points a history may have, whatever its age: a mean and stddev need some data.
