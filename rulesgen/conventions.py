@@ -43,9 +43,16 @@ def rule_file(kind: str) -> str:
     return f"alerts/prometheus/{kind}.yaml"
 
 
+LIMIT_PREFIX = "model:dcgm_limit_"
+
+
 def limit_record(key: str) -> str:
-    """Per-GPU model limit, e.g. gpu:dcgm_limit_gpu_slowdown_temp_c:value."""
-    return f"gpu:dcgm_limit_{key}:value"
+    """A model's limit, one series per cluster and modelName, e.g. model:dcgm_limit_memory_max_temp_c:value."""
+    return f"{LIMIT_PREFIX}{key}:value"
+
+
+# GPUs reporting per cluster and modelName: the series the model limits are written on.
+MODEL_GPUS = "model:dcgm_gpus:count"
 
 
 # Baseline records (rulesgen/build/baselines.py): one series per GPU and `signal` label.

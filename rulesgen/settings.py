@@ -86,7 +86,7 @@ class Settings:
     pod_label: str = "pod"
     workload_regex: str = DEFAULT_WORKLOAD_REGEX
     profiling: bool = True
-    evaluation_interval: int = 30
+    evaluation_interval: int = 60  # interval: of every group but the baselines; Prometheus' own default
     runbook_base_url: str = "https://github.com/rulesgen/rulesgen/blob/main/runbooks/"
     grafana_base_url: str = "http://grafana.example.com"
     extra_labels: tuple[tuple[str, str], ...] = ()
@@ -111,6 +111,11 @@ class Settings:
     def gpu_identity(self) -> tuple[str, ...]:
         """Labels that identify one physical GPU (joins use these, not modelName)."""
         return (self.cluster_label, self.host_label, "gpu", "UUID")
+
+    @property
+    def model_labels(self) -> tuple[str, ...]:
+        """Labels of one GPU model in one cluster: the model limits join on these."""
+        return (self.cluster_label, "modelName")
 
     @property
     def node_labels(self) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from rulesgen import conventions
 from rulesgen.backfill import DAY, HOUR
 from rulesgen import processes
 from rulesgen.processes import free_port
+from rulesgen.settings import Settings
 from rulesgen.tools import ToolMissing, find_tool
 from rulesgen.vmreplay import VictoriaMetrics
 
@@ -43,8 +44,9 @@ def temp(gpu: int, t: int) -> int:
 
 
 def expected_hourly(gpu: int, at: int) -> float:
-    """The live value at `at`: median of the 30 s steps in (at - 30m, at], each the newest raw sample."""
-    steps = range(at - at % 30 - 1770, at - at % 30 + 1, 30)
+    """The live value at `at`: median of the evaluation steps in (at - 30m, at], each the newest raw sample."""
+    step = Settings().evaluation_interval
+    steps = range(at - at % step - 1800 + step, at - at % step + 1, step)
     return statistics.median(temp(gpu, s - (s % STEP)) for s in steps)
 
 

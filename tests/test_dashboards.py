@@ -353,3 +353,37 @@ def test_stale_generated_dashboards_are_removed_and_others_kept(bundled, tmp_pat
     changed = write_all(tmp_path, bundled.artifacts)
     assert changed == ["dashboards/gpu-old.json (removed)"]
     assert (dashboards_dir / "mine.json").exists()
+
+
+def test_model_limit_lines_are_drawn_once_per_gpu(promtool, bundled, dashboards, tmp_path):
+    """The alert lines that read a model limit (one series per cluster and modelName) are spread to
+    the model's GPUs, so the GPU variables filter them and the legend names a GPU. promtool evaluates
+    every such query against the rendered recording rules on an H100 and an A100; Grafana's variables
+    are set to "All" (.*)."""
+    h100, a100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
+    gpus = [("n1", "0", "GPU-h", h100), ("n2", "3", "GPU-a", a100)]
+    series = [{"series": f'{metric}{{job="dcgm-exporter",cluster="c",Hostname="{host}",gpu="{gpu}",UUID="{uuid}",'
+                         f'modelName="{model}"}}', "values": f"{value}x60"}
+              for host, gpu, uuid, model in gpus for metric, value in (("DCGM_FI_DEV_GPU_TEMP", 60), ("DCGM_FI_DEV_FB_USED", 1000))]
+    targets = [(f"{path} {where}", substitute(re.sub(r'=~"\$\{?\w+\}?"', '=~".*"', expr)))
+               for path, d in sorted(dashboards.items()) for where, expr in queries(d) if conventions.LIMIT_PREFIX in expr]
+    assert len(targets) >= 4, targets
+    one_each = [{"labels": f'{{Hostname="{host}", UUID="{uuid}", cluster="c", gpu="{gpu}"}}', "value": 1}
+                for host, gpu, uuid, _ in gpus]
+    cases = [{"expr": f"count by (cluster, Hostname, gpu, UUID) ({expr})", "eval_time": "10m", "exp_samples": one_each}
+             for _, expr in targets]
+    # The thermal line's values are the models' limits in gpu_models.yaml.
+    limit = conventions.limit_record("gpu_max_operating_temp_c")
+    thermal = next(expr for _, expr in targets if limit in expr and "pcie" not in expr)
+    model_limit = {m.id: m.limit("gpu_max_operating_temp_c") for m in bundled.catalog.gpu_models}
+    by_name = {h100: model_limit["h100_sxm"], a100: model_limit["a100_sxm4_80gb"]}
+    cases.append({"expr": f"max by (Hostname) ({thermal})", "eval_time": "10m",
+                  "exp_samples": [{"labels": f'{{Hostname="{host}"}}', "value": by_name[model]} for host, _, _, model in gpus]})
+    assert by_name[h100] != by_name[a100]
+    write_all(tmp_path, bundled.artifacts)
+    test = tmp_path / "limit-lines.yaml"
+    test.write_text(yaml.safe_dump({"rule_files": [str(tmp_path / conventions.rule_file("recording"))],
+                                    "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": cases}]}))
+    proc = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

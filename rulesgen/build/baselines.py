@@ -173,11 +173,16 @@ def _of(signal: str) -> str:
 def history_mean_expr(matchers: str, settings: Settings) -> str:
     """Mean of the GPU's hourly points over the window (or, with weekly seasonality, of the points
     around the same time one week earlier when there are any), only for a warm history."""
-    mean = (f"{_window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)}\n"
-            f"  / {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)}")
+    total = _window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)
+    points = _window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)
     if settings.baselines.seasonality == "weekly":
-        mean = f"avg_over_time({_selector(conventions.BASELINE_HOURLY, matchers)}[59m] offset {WEEK_AGO})\n  or {mean}"
-    return f"(\n{_indent(mean, 2)}\n)\nand {history_warm(matchers, settings)}"
+        mean = (f"avg_over_time({_selector(conventions.BASELINE_HOURLY, matchers)}[59m] offset {WEEK_AGO})\n"
+                f"  or {total}\n  / {points}")
+        return f"(\n{_indent(mean, 2)}\n)\nand {history_warm(matchers, settings)}"
+    # history_warm inlined: the point count is the divisor, so it is summed once (window sums are
+    # the cost of this rule).
+    return (f"{total}\n  / ({points} >= {MIN_POINTS})\n"
+            f"and {_days_present(matchers, settings)} >= {settings.baselines.min_days}")
 
 
 def history_stddev_expr(matchers: str, settings: Settings, mean: str | None = None) -> str:
@@ -206,9 +211,13 @@ MIN_POINTS = 24
 def history_warm(matchers: str, settings: Settings) -> str:
     """The cold-start rule: min_history days of daily points (days with busy hours) in the window, and
     at least a day's worth of hourly points, before the GPU's own history speaks."""
-    daily = f"{_selector(conventions.BASELINE_DAILY_COUNT, matchers)}[{_days(settings.baselines.window)}]"
-    return (f"count_over_time({daily}) >= {settings.baselines.min_days}\n"
+    return (f"{_days_present(matchers, settings)} >= {settings.baselines.min_days}\n"
             f"and {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {MIN_POINTS}")
+
+
+def _days_present(matchers: str, settings: Settings) -> str:
+    """Days with a daily point (days with busy hours) in the window."""
+    return f"count_over_time({_selector(conventions.BASELINE_DAILY_COUNT, matchers)}[{_days(settings.baselines.window)}])"
 
 
 def history_delta(b: BaselineSignal) -> str:

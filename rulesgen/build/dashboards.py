@@ -150,6 +150,12 @@ class Context:
         gpus = self.gpu_series("gpu:dcgm_reporting:timestamp")
         return f"({expr})\n  and on ({self.gpu_id}) {gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"
 
+    def per_gpu(self, expr: str) -> str:
+        """A per-model expression (the model limits) repeated on each of the model's GPUs, so it can
+        be filtered and labelled like the per-GPU series it is compared with."""
+        model = promql.by(self.settings.model_labels)
+        return f"({expr})\n  + on ({model}) group_right () (0 * gpu:dcgm_reporting:timestamp)"
+
     def of_selected_pods(self, expr: str) -> str:
         """Per-GPU series labelled with the selected pod running on the GPU (GPUs with a pod only)."""
         wl = promql.by((*self.settings.workload_labels, "workload"))
@@ -488,7 +494,8 @@ def comparison_panel(ctx: Context, fm: FailureMode, c: Comparison, legend: str) 
     targets = [target(query(c.lhs), legend)]
     reference = c.value is None
     if reference:
-        targets.append(target(query(c.rhs), "alert line: " + legend, "B"))
+        per_model = fm.scope == "gpu" and any(_level(n) == "model" for n in promql.recorded_names(c.rhs))
+        targets.append(target(query(ctx.per_gpu(c.rhs) if per_model else c.rhs), "alert line: " + legend, "B"))
     return time_series(comparison_title(c), comparison_description(ctx, fm, c), comparison_unit(ctx, c), targets,
                        runbook_link(ctx, fm), threshold_steps(c.op, c.value, c.severity), ("B",) if reference else ())
 
@@ -506,7 +513,7 @@ def record_panel(ctx: Context, fm: FailureMode, record: str, legend: str) -> Tim
 
 def _plumbing(record: str) -> bool:
     """Recording rules that carry labels or limits, not a signal worth a panel of its own."""
-    return record == "gpu:dcgm_workload:info" or record.startswith("gpu:dcgm_limit_")
+    return record in ("gpu:dcgm_workload:info", conventions.MODEL_GPUS) or record.startswith(conventions.LIMIT_PREFIX)
 
 
 def failure_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import re
 
-
-
 from .. import conventions, promql
 from ..catalog import METRIC_TOKEN
 from ..errors import Collector
@@ -27,7 +25,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     errors = Collector()
     base = templates.base_context(catalog, settings)
     recorded = ({s.record for s in catalog.signals} | {conventions.limit_record(k) for k in catalog.limit_keys}
-                | conventions.BASELINE_RECORDS)
+                | {conventions.MODEL_GPUS} | conventions.BASELINE_RECORDS)
     known_metrics = {n for m in catalog.metrics for n in m.names}
 
     recording: list[Rule] = []
@@ -37,7 +35,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics)
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
         if signal.record == "gpu:dcgm_reporting:timestamp":
-            recording.extend(_model_limit_rules(catalog, limit_keys))
+            recording.extend(_model_limit_rules(catalog, settings, limit_keys))
 
     inactive = []
     alert_groups: dict[str, list[Rule]] = {}
@@ -76,15 +74,18 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     for kind, description in RULE_FILES:
         groups = []
         if kind == "recording":
-            groups.append(RuleGroup(conventions.recording_group("gpu"), tuple(r for r in recording if r.record in needed)))
+            groups.append(RuleGroup(conventions.recording_group("gpu"), tuple(r for r in recording if r.record in needed),
+                                    settings.evaluation_interval))
         elif kind == "aggregates":
-            groups.append(RuleGroup(conventions.recording_group("aggregate"), tuple(r for r in recording if r.record not in needed)))
+            groups.append(RuleGroup(conventions.recording_group("aggregate"), tuple(r for r in recording if r.record not in needed),
+                                    settings.evaluation_interval))
         elif kind == "baselines":
             # The long-window group runs at the baseline interval (<= 5m), recording before alerts.
             groups.append(RuleGroup(conventions.BASELINE_GROUP, tuple(baseline_recording) + tuple(alert_groups.get(kind, [])),
                                     settings.baselines.interval))
         else:
-            groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, []))))
+            groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, [])),
+                                    settings.evaluation_interval))
         groups = tuple(g for g in groups if g.rules)
         if groups:
             files.append(RuleFile(path=conventions.rule_file(kind), groups=groups, description=description))
@@ -139,12 +140,14 @@ def _used_limit_keys(catalog: Catalog) -> list[str]:
     return [k for k in catalog.limit_keys if any(re.search(r"limit\.%s\b" % k, t) for t in texts)]
 
 
-def _model_limit_rules(catalog: Catalog, keys: list[str]) -> list[Rule]:
-    """One series per GPU and limit key: the value of the gpu_models.yaml entry whose regex matches
-    its modelName, else the default. Models sharing a value share one selector (patterns are
-    mutually exclusive; tests check that), which keeps the per-evaluation cost to a few selectors."""
-    rules = []
-    carrier = "gpu:dcgm_reporting:timestamp"
+def _model_limit_rules(catalog: Catalog, settings: Settings, keys: list[str]) -> list[Rule]:
+    """One series per cluster, modelName and limit key (not per GPU: a limit is the model's): the
+    value of the gpu_models.yaml entry whose regex matches the modelName, else the default. Models
+    sharing a value share one selector (patterns are mutually exclusive; tests check that)."""
+    if not keys:
+        return []
+    carrier = conventions.MODEL_GPUS
+    rules = [Rule(record=carrier, expr=f"count by ({promql.by(settings.model_labels)}) (gpu:dcgm_reporting:timestamp)")]
     for key in keys:
         by_value: dict[float, list[str]] = {}
         for m in catalog.gpu_models:

@@ -82,6 +82,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "gpu": promql.by(settings.gpu_labels),
         "gpu_id": promql.by(settings.gpu_identity),
         "node": promql.by(settings.node_labels),
+        "model": promql.by(settings.model_labels),
         "fleet": settings.cluster_label,
         "job": promql.by((settings.cluster_label, settings.namespace_label, "workload")),
         "host": settings.host_label,
