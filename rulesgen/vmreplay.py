@@ -43,7 +43,6 @@ from pathlib import Path
 import yaml
 
 from . import processes
-from .processes import free_port
 from .replay import Fired, Outcome, judge
 from . import scenarios
 from .scenarios import STALE, Scenario
@@ -177,7 +176,7 @@ class VictoriaMetrics:
     def start(self, timeout: float = 30) -> None:
         self.dir = tempfile.mkdtemp(prefix="rulesgen-vm-")
         for attempt in range(3):
-            port = free_port()
+            port = processes.free_port()
             self.url = f"http://127.0.0.1:{port}"
             self._log = open(os.path.join(self.dir, "victoria-metrics.log"), "wb")
             self.proc = subprocess.Popen(

@@ -22,7 +22,6 @@ import pytest
 from rulesgen import conventions
 from rulesgen.backfill import DAY, HOUR
 from rulesgen import processes
-from rulesgen.processes import free_port
 from rulesgen.settings import Settings
 from rulesgen.tools import ToolMissing, find_tool
 from rulesgen.vmreplay import VictoriaMetrics
@@ -78,7 +77,7 @@ class Prometheus:
     """prometheus on 127.0.0.1 with a given data dir and no scrape jobs."""
 
     def __init__(self, data: Path):
-        self.data, self.port = data, free_port()
+        self.data, self.port = data, processes.free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = None
 
@@ -196,7 +195,7 @@ def test_backfill_victoriametrics_writes_through_vmalert_replay(tmp_path):
 
 
 def test_backfill_fails_clearly_on_an_unreachable_server(tmp_path):
-    result = run_cli("backfill", "prometheus", "--url", f"http://127.0.0.1:{free_port()}", "--days", "1",
+    result = run_cli("backfill", "prometheus", "--url", f"http://127.0.0.1:{processes.free_port()}", "--days", "1",
                      "--output-dir", str(tmp_path / "blocks"))
     assert result.returncode == 1
     assert "error: promtool failed" in result.stderr

@@ -72,23 +72,21 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     needed = _needed_records(recording, alert_rules + baseline_recording)
     files = []
     for kind, description in RULE_FILES:
-        groups = []
+        # Every group runs at evaluation_interval but the baselines' long-window group, which runs at
+        # the baseline interval (<= 5m), recording before alerts.
+        interval = settings.evaluation_interval
         if kind == "recording":
-            groups.append(RuleGroup(conventions.recording_group("gpu"), tuple(r for r in recording if r.record in needed),
-                                    settings.evaluation_interval))
+            name, rules = conventions.recording_group("gpu"), tuple(r for r in recording if r.record in needed)
         elif kind == "aggregates":
-            groups.append(RuleGroup(conventions.recording_group("aggregate"), tuple(r for r in recording if r.record not in needed),
-                                    settings.evaluation_interval))
+            name, rules = conventions.recording_group("aggregate"), tuple(r for r in recording if r.record not in needed)
         elif kind == "baselines":
-            # The long-window group runs at the baseline interval (<= 5m), recording before alerts.
-            groups.append(RuleGroup(conventions.BASELINE_GROUP, tuple(baseline_recording) + tuple(alert_groups.get(kind, [])),
-                                    settings.baselines.interval))
+            name, rules = conventions.BASELINE_GROUP, tuple(baseline_recording) + tuple(alert_groups.get(kind, []))
+            interval = settings.baselines.interval
         else:
-            groups.append(RuleGroup(conventions.alert_group(kind), tuple(alert_groups.get(kind, [])),
-                                    settings.evaluation_interval))
-        groups = tuple(g for g in groups if g.rules)
-        if groups:
-            files.append(RuleFile(path=conventions.rule_file(kind), groups=groups, description=description))
+            name, rules = conventions.alert_group(kind), tuple(alert_groups.get(kind, []))
+        if rules:
+            files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval),),
+                                  description=description))
     return RuleSet(files=tuple(files), inactive=tuple(inactive))
 
 
