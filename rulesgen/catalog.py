@@ -18,7 +18,13 @@ METRIC_TOKEN = re.compile(r"\bDCGM_(?:FI|EXP)_[A-Z0-9_]+\b")
 
 
 def bundled_catalog_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "catalog"
+    """The catalog shipped with rulesgen. Its one source is the repository's top-level catalog/ (a
+    checkout or the editable install); the wheel carries it as package data, rulesgen/_catalog."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_catalog", package.parent / "catalog"):
+        if (candidate / "failure_modes.yaml").is_file():
+            return candidate
+    return package / "_catalog"
 
 
 def load_catalog(directory: Path) -> Catalog:

@@ -59,10 +59,19 @@ def _promtool_parse(plan) -> None:
         raise RulesgenError(problems)
 
 
+SCENARIO_DIRS = ("fixtures/scenarios", "scenarios")
+
+
+def _default_scenarios() -> str:
+    """This repository's fixtures/scenarios, else scenarios/ as `rulesgen init` lays out a GitOps repo."""
+    return next((d for d in SCENARIO_DIRS if Path(d).is_dir()), SCENARIO_DIRS[-1])
+
+
 common = [
     click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/", help="Catalog directory."),
     click.option("--config", default=None, help=f"User config (default: ./{DEFAULT_CONFIG} if present)."),
-    click.option("--scenarios", default="fixtures/scenarios", show_default=True, help="Scenario directory for tests/promtool."),
+    click.option("--scenarios", default=_default_scenarios, show_default="./fixtures/scenarios, else ./scenarios",
+                 help="Scenario directory for tests/promtool."),
 ]
 
 

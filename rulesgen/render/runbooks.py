@@ -2,8 +2,6 @@
 StrictUndefined: a template typo is an error, never an empty section)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -14,7 +12,7 @@ from ..output import Artifact, RuleSet
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
-    loader=jinja2.FileSystemLoader(str(Path(__file__).resolve().parent.parent / "templates")),
+    loader=jinja2.PackageLoader("rulesgen", "templates"),  # package data: works from a checkout and a wheel
     undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True, lstrip_blocks=True,
     keep_trailing_newline=True,
 )
