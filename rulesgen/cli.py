@@ -141,18 +141,30 @@ def test(catalog, config, scenarios, out):
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Also draw the scenario's series and when each alert was pending/firing to this PNG "
                    "(one scenario only; needs matplotlib: pip install 'rulesgen[plot]').")
-def replay_cmd(files, catalog, config, jobs, plot_path):
+@click.option("--dialect", "dialect_names", multiple=True, metavar="NAME",
+              help="Replay as another exporter/scrape set-up records it (repeatable): a preset such as "
+                   "exporter-4.9, or axes joined by '+', e.g. hostname+names-4.9+scrape-60s. "
+                   "`rulesgen replay --list-dialects` lists them.")
+@click.option("--list-dialects", is_flag=True, is_eager=True, expose_value=False,
+              callback=lambda ctx, _param, value: _list_dialects(ctx) if value else None,
+              help="List the dialect axes and presets, then exit.")
+def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names):
     """Replay scenario FILES through promtool: what fired, when, and whether it matches `expect`."""
     import tempfile
 
+    from .dialects import apply, parse_dialect
     from .scenarios import load_scenarios
     if plot_path and len(files) != 1:
         raise click.UsageError("--plot takes exactly one scenario file")
     plan = _plan(catalog, config, None)
     try:
-        scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes])
+        scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes],
+                                   known_metrics={n for m in plan.catalog.metrics for n in m.names})
+        dialects = [parse_dialect(d) for d in dialect_names]
     except RulesgenError as exc:
         _fail(exc)
+    if dialects:
+        scenarios = [apply(s, d, plan.catalog) for s in scenarios for d in dialects]
     failed = 0
     modes = [fm.id for fm in plan.catalog.failure_modes]
     with tempfile.TemporaryDirectory(prefix="rulesgen-rules-") as tmp:
@@ -172,6 +184,12 @@ def replay_cmd(files, catalog, config, jobs, plot_path):
             _plot(scenarios[0], rule_paths, plan, Path(plot_path))
     click.echo(f"{len(scenarios) - failed}/{len(scenarios)} scenarios match their expectations")
     sys.exit(1 if failed else 0)
+
+
+def _list_dialects(ctx) -> None:
+    from .dialects import describe
+    click.echo("\n".join(describe()))
+    ctx.exit(0)
 
 
 def _plot(scenario, rule_paths, plan, out: Path) -> None:

@@ -22,6 +22,16 @@ XID_CLASS_SEVERITY = {
 
 
 @dataclass(frozen=True)
+class Alias:
+    """Another name a field is exported under, and the factor that turns its values into the
+    metric's own unit (dcgm-exporter 4.9 renamed fields and changed units: Hz vs MHz, J vs mJ ...)."""
+    name: str
+    unit: str
+    scale: float = 1.0
+    since: str = ""
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     type: str  # gauge | counter | label
@@ -32,14 +42,26 @@ class Metric:
     default_enabled: bool
     description: str
     field_id: int | None = None
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[Alias, ...] = ()
     exporter_1x_name: str | None = None
     valid_max: float = 9.0e18
+    max_plausible: float | None = None
     where: Where = field(default=Where("<builtin>"), compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (self.name, *self.aliases)
+        return (self.name, *(a.name for a in self.aliases))
+
+    def scale_of(self, name: str) -> float:
+        """Factor from the values exported under `name` to this metric's unit."""
+        return next((a.scale for a in self.aliases if a.name == name), 1.0)
+
+    def names_by_scale(self) -> list[tuple[float, tuple[str, ...]]]:
+        """Names grouped by their scale, the metric's own unit first."""
+        groups: dict[float, list[str]] = {}
+        for n in self.names:
+            groups.setdefault(self.scale_of(n), []).append(n)
+        return [(s, tuple(ns)) for s, ns in groups.items()]
 
 
 @dataclass(frozen=True)

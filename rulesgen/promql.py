@@ -12,17 +12,35 @@ def by(labels) -> str:
     return ", ".join(labels)
 
 
-def selector(metric: Metric, matchers: str) -> str:
+def selector(metric: Metric, matchers: str, names: tuple[str, ...] | None = None) -> str:
     """The raw series of `metric` under every name it is exported as (old and new names)."""
-    if len(metric.names) == 1:
-        return f"{metric.name}{{{matchers}}}"
-    names = "|".join(metric.names)
-    return f'{{__name__=~"{names}", {matchers}}}'
+    names = names or metric.names
+    if len(names) == 1:
+        return f"{names[0]}{{{matchers}}}"
+    return f'{{__name__=~"{"|".join(names)}", {matchers}}}'
 
 
 def valid(metric: Metric, matchers: str) -> str:
-    """Instant values below the not-supported/blank sentinel (about 9.2e18 for int64 fields)."""
-    return f"({selector(metric, matchers)} < {format_number(metric.valid_max)})"
+    """Instant values in the metric's unit (aliases scaled), without DCGM's not-supported/blank
+    sentinels (about 9.2e18 for int64 fields) and without impossible readings (max_plausible:
+    dcgm-exporter passes e.g. a GPU utilisation of 808334905 straight through)."""
+    terms = []
+    for scale, names in metric.names_by_scale():
+        term = f"({selector(metric, matchers, names)} < {format_number(metric.valid_max)})"
+        if scale != 1:
+            term = f"({term} * {format_number(scale)})"
+        if metric.max_plausible is not None:
+            term = f"({term} <= {format_number(metric.max_plausible)})"
+        terms.append(term)
+    return terms[0] if len(terms) == 1 else "(" + " or ".join(terms) + ")"
+
+
+def with_host(expr: str, host: str, sources: tuple[str, ...]) -> str:
+    """Copy whichever input host label a series carries (Hostname up to dcgm-exporter 4.8.2,
+    hostname from 4.8.3) into the output label `host`; series with neither keep theirs."""
+    for src in sources:
+        expr = f'label_replace({expr}, "{host}", "$1", "{src}", "(.+)")'
+    return expr
 
 
 def format_number(value: float) -> str:

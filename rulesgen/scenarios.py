@@ -81,12 +81,12 @@ def series_labels(series: str) -> dict[str, str]:
     return {k: v for k, v in _LABEL_PAIR.findall(inside)}
 
 
-def load_scenarios(paths: list[Path], failure_modes: list[str]) -> list[Scenario]:
+def load_scenarios(paths: list[Path], failure_modes: list[str], known_metrics: set[str] | None = None) -> list[Scenario]:
     problems: list[Diagnostic] = []
     out = []
     for path in sorted(paths):
         try:
-            out.append(load_scenario(path, failure_modes))
+            out.append(load_scenario(path, failure_modes, known_metrics))
         except RulesgenError as exc:
             problems.extend(exc.diagnostics)
     if problems:
@@ -101,7 +101,9 @@ def load_scenarios(paths: list[Path], failure_modes: list[str]) -> list[Scenario
     return out
 
 
-def load_scenario(path: Path, failure_modes: list[str]) -> Scenario:
+def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None) -> Scenario:
+    """known_metrics: every name of the catalog's fields; a DCGM series named otherwise is an error
+    (no exporter dialect knows it, so no rule could read it)."""
     errors = Collector()
     doc = load_file(path)
     f = Fields(doc, errors, "scenario")
@@ -121,6 +123,12 @@ def load_scenario(path: Path, failure_modes: list[str]) -> Scenario:
         values = sf.str("values", required=True)
         if text is not None and not _SERIES.match(text):
             errors.add(sf.at("series"), "bad-series", f"not a series selector in promtool notation: {text!r}")
+        elif text is not None and known_metrics is not None:
+            name = text.split("{", 1)[0].strip()
+            if name.startswith("DCGM_") and name not in known_metrics:
+                errors.add(sf.at("series"), "unknown-metric",
+                           f"series names {name!r}, a field no exporter dialect in catalog/metrics.yaml knows"
+                           f"{did_you_mean(name, known_metrics)}")
         if text is not None and values is not None:
             series.append((text, values))
         sf.done()

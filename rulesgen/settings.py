@@ -81,6 +81,8 @@ SEASONALITY = ("none", "weekly")
 class Settings:
     selector: str = DEFAULT_SELECTOR
     host_label: str = "Hostname"
+    # Host labels read into host_label: dcgm-exporter <= 4.8.2 emits Hostname, >= 4.8.3 hostname.
+    host_sources: tuple[str, ...] = ("Hostname", "hostname")
     cluster_label: str = "cluster"
     namespace_label: str = "namespace"
     pod_label: str = "pod"
@@ -92,7 +94,7 @@ class Settings:
     extra_labels: tuple[tuple[str, str], ...] = ()
     disabled_groups: tuple[str, ...] = ()
     failure_modes: tuple[tuple[str, FailureModeSettings], ...] = ()
-    scrape_interval: int = 15
+    scrape_interval: int = 60  # the longest supported (Prometheus' default): windows >= 4x it work at 15-60 s
     outputs: Outputs = Outputs()
     alertmanager: AlertmanagerSettings = AlertmanagerSettings()
     dashboards: DashboardSettings = DashboardSettings()
@@ -102,6 +104,11 @@ class Settings:
 
     def for_mode(self, fm_id: str) -> FailureModeSettings:
         return dict(self.failure_modes).get(fm_id, FailureModeSettings())
+
+    @property
+    def host_aliases(self) -> tuple[str, ...]:
+        """Input host labels other than the output one: copied into host_label wherever present."""
+        return tuple(h for h in self.host_sources if h != self.host_label)
 
     @property
     def gpu_labels(self) -> tuple[str, ...]:
@@ -154,6 +161,12 @@ def load_settings(path: Path | None) -> Settings:
         value = labels.str(key, pattern=_LABEL)
         if value is not None:
             kwargs[attr] = value
+    sources = labels.str_list("host_sources")
+    for i, name in enumerate(sources):
+        if not re.fullmatch(_LABEL, name):
+            errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {name!r} is not a label name")
+    if labels.has("host_sources"):
+        kwargs["host_sources"] = tuple(sources)
     labels.done()
     regex = top.str("workload_regex")
     if regex is not None:

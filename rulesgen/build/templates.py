@@ -47,23 +47,35 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
             raise KeyError(f"unknown metric {name!r}{did_you_mean(name, list(metrics))}")
         return metrics[name]
 
+    def host(expr):
+        return promql.with_host(expr, settings.host_label, settings.host_aliases)
+
     def series(name, extra=""):
-        return promql.selector(metric(name), sel + (", " + extra if extra else ""))
+        return host(promql.selector(metric(name), sel + (", " + extra if extra else "")))
+
+    def timestamp(name):
+        """Sample timestamps of every name of a metric (timestamp() must wrap the selector itself:
+        of any other expression it gives the evaluation time)."""
+        return host(f"timestamp({promql.selector(metric(name), sel)})")
 
     def counter_fn(fn):
-        """rate()/increase() over every name of a counter, dropping windows that hold a sentinel and
-        series younger than the window (MetricsQL counts a new series' first value as an increase, so
-        a pod change on a GPU with old errors would look like new errors; Prometheus does not, and the
-        guard keeps both engines equal).
+        """rate()/increase() over every name of a counter, in the metric's unit, dropping windows
+        that hold a sentinel and series younger than the window (MetricsQL counts a new series'
+        first value as an increase, so a pod change on a GPU with old errors would look like new
+        errors; Prometheus does not, and the guard keeps both engines equal).
 
         Each name is its own term joined with `or`: a regex on __name__ inside rate() would yield
         duplicate series (the name is dropped) if an exporter sent both names at once."""
         def apply(name, window):
             m = metric(name)
-            limit = promql.format_number(m.valid_max)
-            return " or ".join(
-                f"({fn}({n}{{{sel}}}[{window}]) and max_over_time({n}{{{sel}}}[{window}]) < {limit}"
-                f" and {n}{{{sel}}} offset {window})" for n in m.names)
+            terms = []
+            for n in m.names:
+                scale = m.scale_of(n)
+                limit = promql.format_number(m.valid_max)
+                term = (f"({fn}({n}{{{sel}}}[{window}]) and max_over_time({n}{{{sel}}}[{window}]) < {limit}"
+                        f" and {n}{{{sel}}} offset {window})")
+                terms.append(term if scale == 1 else f"({term} * {promql.format_number(scale)})")
+            return host(" or ".join(terms))
         return apply
 
     xid_classes: dict[str, list[str]] = {}
@@ -74,9 +86,10 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
 
     return {
         "sel": sel,
-        "m": _Lookup("metric", {n: promql.selector(m, sel) for n, m in metrics.items()}),
-        "v": _Lookup("metric", {n: promql.valid(m, sel) for n, m in metrics.items()}),
+        "m": _Lookup("metric", {n: host(promql.selector(m, sel)) for n, m in metrics.items()}),
+        "v": _Lookup("metric", {n: host(promql.valid(m, sel)) for n, m in metrics.items()}),
         "series": series,
+        "timestamp": timestamp,
         "rate": counter_fn("rate"),
         "increase": counter_fn("increase"),
         "gpu": promql.by(settings.gpu_labels),

@@ -1,0 +1,324 @@
+"""Replay one scenario as another dcgm-exporter / Prometheus set-up would have recorded it.
+
+A scenario is written once, in the dialect of dcgm-exporter <= 4.8.2 (host label `Hostname`, DCGM's
+own field names and units, the sticky XID gauge, the clock-event bitmask) at its own scrape interval.
+A dialect rewrites its input series, never its expectations: the rules must reach the same verdict
+from every exporter from 3.3 to 4.9 and every scrape interval from 15 to 60 s with the default
+config. Dialects are named by axes joined with `+` (e.g. `hostname+names-4.9+scrape-60s`) or by a
+preset (`exporter-4.9`); `rulesgen replay --dialect` runs any of them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from .errors import Diagnostic, RulesgenError
+from .fields import did_you_mean
+from .model import Catalog
+from .scenarios import STALE, Scenario, expand, series_labels
+
+HOST_LABELS = ("Hostname", "hostname")
+NEW_NAMES_SINCE = "4.9.0"   # aliases of catalog/metrics.yaml exported from this dcgm-exporter version
+XID_GAUGE = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
+CLOCK_GAUGE = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+EVENT_WINDOW = 300  # s: dcgm-exporter's default xid-count-window-size / clock-events-count-window-size
+# Clock-event bits -> the clock_event label of DCGM_EXP_CLOCK_EVENTS_* (exporter-clock_event_label_values.csv).
+CLOCK_EVENT_BITS = ((1, "gpu_idle"), (2, "clocks_setting"), (4, "power_cap"), (8, "hw_slowdown"), (16, "sync_boost"),
+                    (32, "sw_thermal"), (64, "hw_thermal"), (128, "hw_power_brake"), (256, "display_clocks"))
+SCRAPES = (15, 30, 60)
+
+AXES = {
+    "hostname": "host label `hostname` (dcgm-exporter >= 4.8.3) instead of `Hostname`",
+    "names-4.9": "dcgm-exporter 4.9 field names and units (Hz, J, bytes, 0-1 ratios)",
+    "xid-sparse": "no XID gauge series until the first XID (4.5.3-4.8.2)",
+    "xid-count": "DCGM_EXP_XID_ERRORS_COUNT (windowed count per xid) instead of the XID gauge",
+    "xid-total": "DCGM_EXP_XID_ERRORS_TOTAL (counter per xid, from the first event; >= 4.8.3) instead of the XID gauge",
+    "clock-count": "DCGM_EXP_CLOCK_EVENTS_COUNT (windowed count per clock_event) instead of the bitmask",
+    "clock-total": "DCGM_EXP_CLOCK_EVENTS_TOTAL (counter per clock_event) instead of the bitmask",
+    **{f"scrape-{s}s": f"samples every {s} s" + (" (each 30 s collection seen twice)" if s == 15 else "") for s in SCRAPES},
+}
+PRESETS = {
+    "as-written": "",
+    "exporter-3.3": "xid-sparse",
+    "exporter-4.8.2": "xid-sparse+scrape-15s",
+    "exporter-4.8.3": "hostname+xid-total+clock-total+scrape-30s",
+    "exporter-4.9": "hostname+names-4.9+xid-total+clock-total",
+    "prometheus-default": "scrape-60s",
+}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    host: str = ""          # output host label name, "" = as written
+    names: str = ""         # "4.9" = renamed fields and their units
+    xid: str = ""           # sparse | count | total
+    clock: str = ""         # count | total
+    scrape: int = 0         # seconds, 0 = as written
+    name: str = "as-written"
+
+
+def parse_dialect(text: str) -> Dialect:
+    """`exporter-4.9`, `hostname+scrape-60s` ... -> Dialect; RulesgenError naming the bad part."""
+    name = text.strip()
+    spec = PRESETS.get(name, name)
+    d = Dialect(name=name)
+    for part in filter(None, spec.split("+")):
+        if part not in AXES:
+            known = sorted(AXES) + sorted(PRESETS)
+            raise RulesgenError([Diagnostic("<dialect>", 1, 1, "unknown-dialect",
+                                            f"unknown dialect {part!r}{did_you_mean(part, known)}; "
+                                            f"known: {', '.join(known)}")])
+        if part == "hostname":
+            d = replace(d, host="hostname")
+        elif part == "names-4.9":
+            d = replace(d, names="4.9")
+        elif part.startswith("xid-"):
+            d = replace(d, xid=part[4:])
+        elif part.startswith("clock-"):
+            d = replace(d, clock=part[6:])
+        else:
+            d = replace(d, scrape=int(part[len("scrape-"):-1]))
+    return d
+
+
+def apply(scenario: Scenario, dialect: Dialect, catalog: Catalog) -> Scenario:
+    """The scenario's input series as `dialect` exports them; expectations unchanged."""
+    if dialect.name == "as-written":
+        return scenario
+    series = [(s, expand(v)) for s, v in scenario.series]
+    if dialect.xid:
+        series = _xid_series(series, dialect.xid, scenario.interval)
+    if dialect.clock:
+        series = _clock_series(series, dialect.clock, scenario.interval)
+    if dialect.names:
+        series = _renamed(series, catalog)
+    if dialect.host:
+        series = [(_relabel_host(s, dialect.host), v) for s, v in series]
+    interval = scenario.interval
+    if dialect.scrape and dialect.scrape != interval:
+        series = [(s, _resample(v, interval, dialect.scrape)) for s, v in series]
+        interval = dialect.scrape
+    return replace(scenario, name=f"{scenario.name}@{dialect.name}", interval=interval,
+                   series=tuple((s, encode(v)) for s, v in series if any(x is not None for x in v)))
+
+
+# --- values ------------------------------------------------------------------------------------
+
+def encode(values: list) -> str:
+    """Slots (float, None = missing, STALE) -> promtool notation, runs collapsed (`vxN` = N+1 samples)."""
+    out, i = [], 0
+    while i < len(values):
+        v, j = values[i], i
+        while j + 1 < len(values) and values[j + 1] is not STALE and _same(values[j + 1], v):
+            j += 1
+        run = j - i + 1
+        if v is STALE:
+            out.append("stale")
+        elif v is None:
+            out.append("_" if run == 1 else f"_x{run}")
+        else:
+            text = _number(v)
+            out.append(text if run == 1 else f"{text}x{run - 1}")
+        i = j + 1
+    return " ".join(out)
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None or a is STALE or b is STALE:
+        return a is b
+    return a == b
+
+
+def _number(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "Inf" if v > 0 else "-Inf"
+    v = float(f"{v:.12g}")
+    return str(int(v)) if v.is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def _resample(values: list, src: int, dst: int) -> list:
+    """Finer: each sample repeated (a 15 s scrape of a 30 s collection returns each sample twice).
+    Coarser: the first sample of each slot (a staleness marker in a dropped slot is kept)."""
+    if dst < src:
+        k = src // dst
+        out = []
+        for v in values:
+            out.extend([v] + [None if v is STALE else v] * (k - 1))
+        return out
+    k = dst // src
+    out = []
+    for start in range(0, len(values), k):
+        group = values[start:start + k]
+        present = [v for v in group if v is not None and v is not STALE]
+        out.append(present[0] if present and group[0] is not STALE else
+                   (STALE if STALE in group else None))
+    return out
+
+
+# --- labels and names --------------------------------------------------------------------------
+
+def _relabel_host(series: str, host: str) -> str:
+    other = [h for h in HOST_LABELS if h != host]
+    for h in other:
+        series = re.sub(rf'([{{,]\s*){h}(\s*=)', rf"\g<1>{host}\g<2>", series)
+    return series
+
+
+def _metric_name(series: str) -> str:
+    return series.split("{", 1)[0].strip()
+
+
+def _with_name(series: str, name: str, drop: tuple[str, ...] = (), add: dict[str, str] | None = None) -> str:
+    labels = {k: v for k, v in series_labels(series).items() if k not in drop}
+    labels.update(add or {})
+    inside = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    return f"{name}{{{inside}}}"
+
+
+def new_names(catalog: Catalog) -> dict[str, tuple[str, float]]:
+    """Field name as written -> (its dcgm-exporter 4.9 name, factor from the old unit to the new)."""
+    out = {}
+    for m in catalog.metrics:
+        for a in m.aliases:
+            if a.since == NEW_NAMES_SINCE:
+                out[m.name] = (a.name, 1.0 / a.scale)
+    return out
+
+
+def _renamed(series: list, catalog: Catalog) -> list:
+    names = new_names(catalog)
+    out = []
+    for s, values in series:
+        name = _metric_name(s)
+        if name in names:
+            new, factor = names[name]
+            s = new + s[len(name):] if "{" in s else new
+            values = [v * factor if isinstance(v, float) else v for v in values]
+        out.append((s, values))
+    return out
+
+
+# --- event inputs ------------------------------------------------------------------------------
+
+def _carriers(series: list, names: tuple[str, ...], drop: tuple[str, ...]):
+    """Series of the event gauge grouped per GPU (UUID): (others, {uuid: [(labels-without-drop, values)]})."""
+    others, groups = [], {}
+    for s, values in series:
+        if _metric_name(s) in names:
+            labels = series_labels(s)
+            groups.setdefault(labels.get("UUID", labels.get("gpu", "")), []).append((s, values))
+        else:
+            others.append((s, values))
+    return others, groups
+
+
+def _events(members: list, slots: int, codes_of) -> tuple[list[list[int]], list[set[str]]]:
+    """Per slot: the codes that newly appeared (events) and the label sets present (carriers)."""
+    events: list[list[int]] = [[] for _ in range(slots)]
+    present: list[set[str]] = [set() for _ in range(slots)]
+    last: set[int] | None = None
+    for i in range(slots):
+        codes: set[int] = set()
+        seen = False
+        for s, values in members:
+            v = values[i] if i < len(values) else None
+            if v is None or v is STALE:
+                continue
+            seen = True
+            present[i].add(s)
+            codes |= codes_of(v)
+        if not seen:
+            continue
+        if last is not None:
+            events[i] = sorted(codes - last)
+        last = codes
+    return events, present
+
+
+def _event_series(others, groups, slots, interval, kind, metric, label, codes_of, names_of, drop):
+    window = max(1, EVENT_WINDOW // interval)
+    out = list(others)
+    for members in groups.values():
+        events, present = _events(members, slots, codes_of)
+        made: dict[str, list] = {}
+
+        def put(series, i, value):
+            made.setdefault(series, [None] * slots)[i] = value
+        totals: dict[int, int] = {}
+        first_slot = next((i for i in range(slots) if present[i]), None)
+        for i in range(slots):
+            if not present[i]:
+                totals = {}   # exporter restart: its counters start again, absent until the next event
+                continue
+            if i == first_slot:  # codes already set when the replay starts happened before it
+                for s in present[i]:
+                    for c in codes_of(_value_at(members, s, i)):
+                        totals[c] = 1
+            for c in events[i]:
+                totals[c] = totals.get(c, 0) + 1
+            for carrier in sorted(present[i]):
+                if kind == "total":
+                    for c, n in totals.items():
+                        put(_with_name(carrier, metric, drop, {label: names_of(c)}), i, float(n))
+                else:
+                    recent = {}
+                    for j in range(max(0, i - window + 1), i + 1):
+                        for c in events[j]:
+                            recent[c] = recent.get(c, 0) + 1
+                    if not recent:
+                        put(_with_name(carrier, metric, drop), i, 0.0)
+                    for c, n in recent.items():
+                        put(_with_name(carrier, metric, drop, {label: names_of(c)}), i, float(n))
+        for s, values in made.items():
+            out.append((s, _end_with_stale(values)))
+    return out
+
+
+def _value_at(members, series, i):
+    for s, values in members:
+        if s == series:
+            return values[i]
+    return 0.0
+
+
+def _end_with_stale(values: list) -> list:
+    """A series the exporter stops sending is marked stale by Prometheus at the next scrape."""
+    out = list(values)
+    for i in range(1, len(out)):
+        if out[i] is None and out[i - 1] is not None and out[i - 1] is not STALE:
+            out[i] = STALE
+    return out
+
+
+def _xid_series(series, kind, interval):
+    drop = ("err_code", "err_msg")
+    others, groups = _carriers(series, XID_GAUGE, drop)
+    if kind == "sparse":
+        out = list(others)
+        for members in groups.values():
+            for s, values in members:
+                out.append((s, [None if (isinstance(v, float) and v == 0) else v for v in values]))
+        return out
+    slots = max((len(v) for _, v in series), default=0)
+    metric = "DCGM_EXP_XID_ERRORS_TOTAL" if kind == "total" else "DCGM_EXP_XID_ERRORS_COUNT"
+    return _event_series(others, groups, slots, interval, kind, metric, "xid",
+                         lambda v: {int(v)} if isinstance(v, float) and v > 0 else set(), str, drop)
+
+
+def _clock_series(series, kind, interval):
+    others, groups = _carriers(series, CLOCK_GAUGE, ())
+    slots = max((len(v) for _, v in series), default=0)
+    metric = "DCGM_EXP_CLOCK_EVENTS_TOTAL" if kind == "total" else "DCGM_EXP_CLOCK_EVENTS_COUNT"
+    labels = dict(CLOCK_EVENT_BITS)
+    return _event_series(others, groups, slots, interval, kind, metric, "clock_event",
+                         lambda v: {b for b, _ in CLOCK_EVENT_BITS if isinstance(v, float) and int(v) & b},
+                         lambda b: labels[b], ())
+
+
+def describe() -> list[str]:
+    """One line per axis and preset, for `rulesgen replay --help` and the README."""
+    return ([f"{k}: {v}" for k, v in AXES.items()]
+            + [f"{k} = {v or '(the scenario as written)'}" for k, v in PRESETS.items()])
+
