@@ -1,7 +1,9 @@
-"""`rulesgen backfill` against real servers started here on 127.0.0.1: Prometheus 2.42 (raw samples
+"""`rulesgen backfill` against real servers started here on 127.0.0.1: Prometheus 3.5 (raw samples
 loaded with `promtool tsdb create-blocks-from openmetrics`, history written with
-`create-blocks-from rules`) and victoria-metrics + vmalert replay. Binaries from Debian's packages
-(`make tools`); temp data dirs; every server is stopped at the end.
+`create-blocks-from rules`) and victoria-metrics + vmalert replay (1.145). Binaries from Debian's
+packages (`make tools`); temp data dirs; every server is stopped at the end. The same test passes on
+Debian stable's Prometheus 2.42: RULESGEN_PROMTOOL=.tools/bin/promtool-2.42
+RULESGEN_PROMETHEUS=.tools/bin/prometheus-2.42.
 
 The raw data are built so the expected history is known exactly: each GPU's temperature is constant
 within an hour and steps every hour, so the 30-minute median at a whole hour is the previous hour's
@@ -31,6 +33,8 @@ GPUS = 4
 DAYS = 3
 STEP = 60
 LABELS = 'job="dcgm-exporter",Hostname="node-a",modelName="NVIDIA H100 80GB HBM3"'
+
+pytestmark = pytest.mark.engines
 
 try:
     PROMTOOL, PROMETHEUS, VMALERT = find_tool("promtool"), find_tool("prometheus"), find_tool("vmalert")

@@ -1,0 +1,90 @@
+"""The engines `make tools` fetches, and the rules on the oldest one they promise.
+
+Prometheus 3.5's promtool is the primary engine (tests/test_scenarios.py replays every scenario on it);
+VictoriaMetrics 1.145 the second; Debian stable's Prometheus 2.42 the oldest: every rendered rule file
+must load in both promtools, and a representative subset of the scenario tests (hardware, threshold,
+efficiency, normal load) must pass on 2.42 too."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import tool
+from rulesgen.replay import promtool_env
+from rulesgen.tools import tool_version
+
+pytestmark = pytest.mark.engines
+
+# (tool, version pattern)
+ENGINES = [
+    ("promtool", r"3\."),
+    ("prometheus", r"3\."),
+    ("promtool-2.42", r"2\.42\."),
+    ("prometheus-2.42", r"2\.42\."),
+    ("victoria-metrics", r"1\.1\d\d\."),
+    ("vmalert", r"1\.1\d\d\."),
+    ("vmalert-tool", r"1\.1\d\d\."),
+]
+
+# hardware level, threshold, efficiency, normal load
+SUBSET_ON_2_42 = [
+    "ecc-uncorrectable-dbe",
+    "thermal-throttling-cooling-failure",
+    "gpu-lost-xid79",
+    "dataloader-starvation",
+    "normal-steady-training",
+    "normal-node-leaves-fleet",
+]
+
+
+@pytest.mark.parametrize("name,pattern", ENGINES, ids=[e[0] for e in ENGINES])
+def test_engine_version(name, pattern, capsys):
+    path = tool(name)
+    version = tool_version(name)
+    with capsys.disabled():
+        print(f"\n{name}: {version} ({path})", end="")
+    assert re.match(pattern, version), f"{name} is {version}, expected {pattern}"
+
+
+def test_vmalert_tool_runs():
+    proc = subprocess.run([tool("vmalert-tool"), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "unittest" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("promtool_name", ["promtool-2.42", "promtool"])
+def test_rendered_rules_load(rendered, promtool_name):
+    files = sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))
+    assert files
+    proc = subprocess.run([tool(promtool_name), "check", "rules", *map(str, files)],
+                          capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"{promtool_name} check rules failed:\n{output}"
+    assert output.count("SUCCESS") == len(files), output
+
+
+@pytest.fixture(scope="session")
+def results_on_2_42(rendered):
+    """promtool-2.42 test rules on the subset, one process per file, in parallel."""
+    promtool = tool("promtool-2.42")
+    tests = rendered / "tests" / "promtool"
+
+    def run(name: str):
+        path = tests / f"{name}.yaml"
+        if not path.exists():
+            return name, (None, f"{path} was not rendered")
+        proc = subprocess.run([promtool, "test", "rules", path.name], capture_output=True, text=True,
+                              timeout=900, cwd=tests, env=promtool_env())
+        return name, (proc.returncode, proc.stdout + proc.stderr)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(run, SUBSET_ON_2_42))
+
+
+@pytest.mark.parametrize("scenario", SUBSET_ON_2_42)
+def test_scenario_passes_on_promtool_2_42(results_on_2_42, scenario):
+    rc, output = results_on_2_42[scenario]
+    assert rc == 0, f"promtool-2.42 test rules tests/promtool/{scenario}.yaml failed:\n{output[-4000:]}"
