@@ -7,7 +7,7 @@ from pathlib import Path
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
 from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode,
-                    GpuModel, Metric, Runbook, Signal, Threshold, Xid)
+                    Alias, GpuModel, Metric, Runbook, Signal, Threshold, Xid)
 from .yamlsource import load_file
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
@@ -64,18 +64,20 @@ def _metrics(doc, errors):
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "metric", fallback=w)
         name = f.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
+        unit = f.str("unit", required=True) or ""
         m = Metric(
             name=name or "?",
             field_id=f.num("field_id", integer=True, minimum=0),
             type=f.str("type", required=True, choices=("gauge", "counter", "label")) or "gauge",
-            unit=f.str("unit", required=True) or "",
+            unit=unit,
             grafana_unit=f.str("grafana_unit", required=True) or "short",
             help=f.str("help", required=True) or "",
             profiling=bool(f.bool("profiling", required=True)),
             default_enabled=bool(f.bool("default_enabled", required=True)),
-            aliases=tuple(f.str_list("aliases")),
+            aliases=_aliases(f, unit),
             exporter_1x_name=f.str("exporter_1x_name"),
             valid_max=float(f.num("valid_max", default=9.0e18, minimum=1)),
+            max_plausible=f.num("max_plausible", minimum=0),
             description=f.str("description", default="") or "",
             where=f.where,
         )
@@ -87,6 +89,34 @@ def _metrics(doc, errors):
                 seen[n] = f.at("name")
         out.append(m)
     return out
+
+
+def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
+    """`aliases:` items are a name (same unit) or {name, unit, scale, since, source}. An alias in
+    another unit must say how to convert: a threshold in MHz applied to Hz would never fire."""
+    items, wheres = f.list("aliases")
+    out = []
+    for item, w in zip(items, wheres):
+        if isinstance(item, str):
+            out.append(Alias(name=item, unit=unit))
+            continue
+        af = Fields(item, f.errors, f"{f.what} alias", fallback=w)
+        name = af.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
+        alias_unit = af.str("unit", default=unit) or unit
+        scale = af.num("scale")
+        since = af.str("since", default="") or ""
+        source = af.str("source")
+        if alias_unit != unit and scale is None:
+            f.errors.add(af.where, "alias-scale-missing",
+                         f"alias {name} is in {alias_unit!r}, the metric in {unit!r}: give `scale` (factor to {unit})")
+        if scale is not None and scale <= 0:
+            f.errors.add(af.at("scale"), "bad-value", f"alias {name}: scale must be positive, got {scale!r}")
+        if scale is not None and scale != 1 and not source:
+            f.errors.add(af.where, "missing-source", f"alias {name}: a unit change needs `source` (where it is documented)")
+        af.done()
+        if name:
+            out.append(Alias(name=name, unit=alias_unit, scale=float(scale or 1.0), since=since))
+    return tuple(out)
 
 
 def _signals(doc, errors, known_metrics):

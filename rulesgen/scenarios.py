@@ -124,11 +124,11 @@ def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] 
         if text is not None and not _SERIES.match(text):
             errors.add(sf.at("series"), "bad-series", f"not a series selector in promtool notation: {text!r}")
         elif text is not None and known_metrics is not None:
-            name = text.split("{", 1)[0].strip()
-            if name.startswith("DCGM_") and name not in known_metrics:
+            metric = text.split("{", 1)[0].strip()
+            if metric.startswith("DCGM_") and metric not in known_metrics:
                 errors.add(sf.at("series"), "unknown-metric",
-                           f"series names {name!r}, a field no exporter dialect in catalog/metrics.yaml knows"
-                           f"{did_you_mean(name, known_metrics)}")
+                           f"series names {metric!r}, a field no exporter dialect in catalog/metrics.yaml knows"
+                           f"{did_you_mean(metric, known_metrics)}")
         if text is not None and values is not None:
             series.append((text, values))
         sf.done()

@@ -53,6 +53,10 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
     def series(name, extra=""):
         return host(promql.selector(metric(name), sel + (", " + extra if extra else "")))
 
+    def series_matching(matchers):
+        """Raw dcgm-exporter series by label matchers alone (e.g. every DCGM_FI_* name)."""
+        return host(f"{{{matchers}, {sel}}}")
+
     def timestamp(name):
         """Sample timestamps of every name of a metric (timestamp() must wrap the selector itself:
         of any other expression it gives the evaluation time)."""
@@ -66,17 +70,30 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
 
         Each name is its own term joined with `or`: a regex on __name__ inside rate() would yield
         duplicate series (the name is dropped) if an exporter sent both names at once."""
-        def apply(name, window):
+        def apply(name, window, extra=""):
             m = metric(name)
+            matchers = sel + (", " + extra if extra else "")
             terms = []
             for n in m.names:
                 scale = m.scale_of(n)
                 limit = promql.format_number(m.valid_max)
-                term = (f"({fn}({n}{{{sel}}}[{window}]) and max_over_time({n}{{{sel}}}[{window}]) < {limit}"
-                        f" and {n}{{{sel}}} offset {window})")
+                term = (f"({fn}({n}{{{matchers}}}[{window}]) and max_over_time({n}{{{matchers}}}[{window}]) < {limit}"
+                        f" and {n}{{{matchers}}} offset {window})")
                 terms.append(term if scale == 1 else f"({term} * {promql.format_number(scale)})")
             return host(" or ".join(terms))
         return apply
+
+    def born(name, window, label, extra=""):
+        """Series of an event counter that appeared within `window` on a GPU that was reporting
+        before it: dcgm-exporter creates DCGM_EXP_*_TOTAL series at the first event, so the birth is
+        an event that increase() cannot see (a window holding one sample gives it nothing). Matching
+        on the GPU and `label` only, a pod-label change (same count, new series) is not an event."""
+        on = promql.by((*settings.gpu_identity, label))
+        now = series(name, f"{extra}" if extra else "")
+        before = promql.with_host(f"{promql.selector(metric(name), sel + (', ' + extra if extra else ''))} offset {window}",
+                                  settings.host_label, settings.host_aliases)
+        return (f"((({now} > 0) unless on ({on}) {before})"
+                f" and on ({promql.by(settings.gpu_identity)}) (gpu:dcgm_reporting:timestamp offset {window}))")
 
     xid_classes: dict[str, list[str]] = {}
     for x in catalog.xids:
@@ -90,6 +107,9 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "v": _Lookup("metric", {n: host(promql.valid(m, sel)) for n, m in metrics.items()}),
         "series": series,
         "timestamp": timestamp,
+        "series_matching": series_matching,
+        "no_host": ", ".join(f'{h}=""' for h in (settings.host_label, *settings.host_aliases)),
+        "born": born,
         "rate": counter_fn("rate"),
         "increase": counter_fn("increase"),
         "gpu": promql.by(settings.gpu_labels),

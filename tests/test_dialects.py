@@ -1,0 +1,217 @@
+"""Exporter dialects: every scenario replayed as dcgm-exporter 3.3-4.9 and 15-60 s scrapes record it
+(rulesgen/dialects.py), with the default config and unchanged expectations.
+
+The unit tests check the transforms themselves; the engine tests replay the matrix cells that fit
+`make test`'s budget through the real promtool 3.5 (`rulesgen replay --dialect` runs any other cell)."""
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+from rulesgen import artifacts as arts
+from rulesgen import dialects
+from rulesgen.build.promtool_tests import scenario_test
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.errors import RulesgenError
+from rulesgen.render.yamltext import dump
+from rulesgen.replay import promtool_env
+from rulesgen.scenarios import STALE, Scenario, expand, load_scenario, series_labels
+
+SCENARIOS = ROOT / "fixtures" / "scenarios"
+
+# (scenario, dialect): the cells `make test` replays. Each axis meets the scenarios that exercise it:
+# renamed fields and units (utilisation ratio, Hz clocks, byte framebuffer), the lower-case host label
+# (per-node comparisons, a node leaving), each XID and clock-event input, and 15/60 s scrapes on the
+# rules with the shortest windows.
+MATRIX = [
+    ("misleading-utilization", "exporter-4.9"),
+    ("gpu-idle-allocated", "exporter-4.9"),
+    ("fb-memory-pressure", "exporter-4.9"),
+    ("straggler", "exporter-4.9"),
+    ("normal-node-leaves-fleet", "exporter-4.9"),
+    ("thermal-throttling-cooling-failure", "exporter-4.9"),
+    ("power-anomaly-hw-brake", "exporter-4.9"),
+    ("xid-119-gsp-timeout", "exporter-4.9"),
+    ("gpu-lost-xid79", "xid-count"),
+    ("xid-31-mmu-fault", "xid-count"),
+    ("power-anomaly-hw-brake", "clock-count"),
+    ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
+    ("xid-31-mmu-fault", "exporter-4.8.2"),
+    ("normal-inference-bursty", "exporter-4.8.2"),
+    ("dataloader-starvation", "prometheus-default"),
+    ("pcie-errors-replay", "prometheus-default"),
+    ("gpu-lost-series-stop", "prometheus-default"),
+    ("normal-exporter-restart-counter-reset", "prometheus-default"),
+]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog(bundled_catalog_dir())
+
+
+def _scenario(stem, catalog) -> Scenario:
+    return load_scenario(SCENARIOS / f"{stem}.yaml", [fm.id for fm in catalog.failure_modes],
+                         {n for m in catalog.metrics for n in m.names})
+
+
+def _only(s: Scenario, name_prefix: str, **labels) -> list[tuple[str, list]]:
+    return [(series, expand(values)) for series, values in s.series
+            if series.startswith(name_prefix + "{") and all(series_labels(series).get(k) == v for k, v in labels.items())]
+
+
+# --- transforms (fast) ---------------------------------------------------------------------------
+
+def test_encode_round_trips_promtool_notation():
+    values = [1.0, 1.0, 1.0, None, None, STALE, 2.5, 0.97, 0.97, None]
+    assert dialects.encode(values) == "1x2 _x2 stale 2.5 0.97x1 _"
+    assert expand(dialects.encode(values)) == values
+
+
+def test_unknown_dialect_is_an_error_with_a_suggestion():
+    with pytest.raises(RulesgenError) as exc:
+        dialects.parse_dialect("hostnme+scrape-60s")
+    (d,) = exc.value.diagnostics
+    assert d.code == "unknown-dialect" and "'hostnme'" in d.message and "did you mean 'hostname'" in d.message
+
+
+def test_presets_are_made_of_known_axes():
+    for name, spec in dialects.PRESETS.items():
+        d = dialects.parse_dialect(name)
+        assert d.name == name
+        assert all(part in dialects.AXES for part in filter(None, spec.split("+")))
+
+
+def test_hostname_dialect_renames_the_label_not_the_expectations(catalog):
+    s = _scenario("gpu-lost-series-stop", catalog)
+    t = dialects.apply(s, dialects.parse_dialect("hostname"), catalog)
+    assert t.expect == s.expect
+    dcgm = [series for series, _ in t.series if series.startswith("DCGM_")]
+    assert dcgm and all('hostname="' in x and 'Hostname="' not in x for x in dcgm)
+
+
+def test_names_49_renames_fields_and_converts_units(catalog):
+    s = _scenario("misleading-utilization", catalog)
+    t = dialects.apply(s, dialects.parse_dialect("names-4.9"), catalog)
+    names = {series.split("{")[0] for series, _ in t.series}
+    assert "DCGM_FI_DEV_GPU_UTIL" not in names and "DCGM_FI_DEV_GPU_UTIL_RATIO" in names
+    assert "DCGM_FI_DEV_SM_CLOCK_HERTZ" in names and "DCGM_FI_DEV_FB_USED_BYTES" in names
+    (old_series, old), *_ = _only(s, "DCGM_FI_DEV_GPU_UTIL")
+    new = dict(_only(t, "DCGM_FI_DEV_GPU_UTIL_RATIO"))[old_series.replace("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO", 1)]
+    pairs = [(a, b) for a, b in zip(old, new) if isinstance(a, float)]
+    assert pairs and all(abs(b - a / 100) < 1e-9 for a, b in pairs)
+    clock_old = next(v for series, v in _only(s, "DCGM_FI_DEV_SM_CLOCK"))
+    clock_new = next(v for series, v in _only(t, "DCGM_FI_DEV_SM_CLOCK_HERTZ"))
+    assert [v * 1e6 for v in clock_old if isinstance(v, float)][:5] == [v for v in clock_new if isinstance(v, float)][:5]
+
+
+def test_every_49_alias_with_a_unit_change_carries_its_scale(catalog):
+    changed = {m.name: a for m in catalog.metrics for a in m.aliases if a.since == "4.9.0" and a.unit != m.unit}
+    assert {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"} <= set(changed)
+    assert changed["DCGM_FI_DEV_SM_CLOCK"].scale == 1e-6 and changed["DCGM_FI_DEV_GPU_UTIL"].scale == 100
+    assert changed["DCGM_FI_DEV_FB_USED"].scale == 1 / 1048576
+
+
+def test_scrape_intervals_resample_without_moving_time(catalog):
+    s = _scenario("dataloader-starvation", catalog)
+    n = len(expand(s.series[0][1]))
+    slow = dialects.apply(s, dialects.parse_dialect("scrape-60s"), catalog)
+    fast = dialects.apply(s, dialects.parse_dialect("scrape-15s"), catalog)
+    assert (slow.interval, fast.interval) == (60, 15) and s.interval == 30
+    assert len(expand(slow.series[0][1])) == (n + 1) // 2
+    assert expand(fast.series[0][1])[:4] == [expand(s.series[0][1])[0]] * 2 + [expand(s.series[0][1])[1]] * 2
+    assert slow.duration == fast.duration == s.duration and slow.expect == s.expect
+
+
+def test_xid_total_counts_from_the_first_event_and_count_is_windowed(catalog):
+    s = _scenario("xid-119-gsp-timeout", catalog)
+    codes = {series_labels(x)["err_code"] for x, _ in s.series if x.startswith("DCGM_FI_DEV_XID_ERRORS{")} - {"0"}
+    assert codes, "the fixture must carry a non-zero XID"
+    total = dialects.apply(s, dialects.parse_dialect("xid-total"), catalog)
+    assert not any(x.startswith("DCGM_FI_DEV_XID_ERRORS{") for x, _ in total.series)
+    born = [(x, expand(v)) for x, v in total.series if x.startswith("DCGM_EXP_XID_ERRORS_TOTAL{")]
+    assert born and {series_labels(x)["xid"] for x, _ in born} == codes
+    assert all(v[0] is None for _, v in born), "absent until the first event"
+    count = dialects.apply(s, dialects.parse_dialect("xid-count"), catalog)
+    per_xid = [expand(v) for x, v in count.series if x.startswith("DCGM_EXP_XID_ERRORS_COUNT{") and "xid=" in x]
+    zeros = [x for x, _ in count.series if x.startswith("DCGM_EXP_XID_ERRORS_COUNT{") and "xid=" not in x]
+    assert per_xid and zeros
+    window = dialects.EVENT_WINDOW // s.interval
+    assert all(sum(isinstance(v, float) for v in values) <= window * 4 for values in per_xid), "a windowed count ends"
+
+
+def test_clock_count_turns_the_bitmask_into_clock_event_series(catalog):
+    s = _scenario("power-anomaly-hw-brake", catalog)
+    t = dialects.apply(s, dialects.parse_dialect("clock-total"), catalog)
+    events = {series_labels(x)["clock_event"] for x, _ in t.series if x.startswith("DCGM_EXP_CLOCK_EVENTS_TOTAL{")}
+    assert "hw_power_brake" in events
+    assert not any(x.startswith("DCGM_FI_DEV_CLOCKS_EVENT_REASONS{") for x, _ in t.series)
+
+
+def test_a_scenario_naming_an_unknown_field_is_an_error(tmp_path, catalog):
+    src = (SCENARIOS / "ecc-uncorrectable-preexisting.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(src.replace("DCGM_FI_DEV_GPU_TEMP{", "DCGM_FI_DEV_GPU_TEMPERATURE{", 1))
+    with pytest.raises(RulesgenError) as exc:
+        _scenario_path(bad, catalog)
+    d = exc.value.diagnostics[0]
+    assert d.code == "unknown-metric" and d.path.endswith("bad.yaml") and d.line > 1
+    assert "DCGM_FI_DEV_GPU_TEMPERATURE" in d.message
+
+
+def _scenario_path(path, catalog):
+    return load_scenario(path, [fm.id for fm in catalog.failure_modes], {n for m in catalog.metrics for n in m.names})
+
+
+def test_an_alias_in_another_unit_needs_a_scale(tmp_path, minimal_catalog):
+    text = (minimal_catalog / "metrics.yaml").read_text()
+    (minimal_catalog / "metrics.yaml").write_text(text.replace(
+        "    default_enabled: true\n",
+        "    default_enabled: true\n    aliases:\n      - name: DCGM_FI_DEV_GPU_TEMP_MILLI\n        unit: mC\n", 1))
+    result = run_cli("render", "--catalog", str(minimal_catalog), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "metrics.yaml:" in result.stderr and "error[alias-scale-missing]" in result.stderr
+    assert not (tmp_path / "out" / "alerts").exists()
+
+
+def test_replay_cli_rejects_an_unknown_dialect():
+    result = run_cli("replay", "fixtures/scenarios/ecc-uncorrectable-preexisting.yaml", "--dialect", "exporter-5.0")
+    assert result.returncode == 1
+    assert "error[unknown-dialect]" in result.stderr and "exporter-5.0" in result.stderr
+
+
+# --- the matrix on promtool 3.5 ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def matrix_results(tmp_path_factory, promtool, catalog):
+    out = tmp_path_factory.mktemp("dialects")
+    plan = arts.plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
+    arts.write_all(out, [a for a in plan.artifacts if a.path.startswith("alerts/")])
+    files = [f for f in plan.rules.files if f.path not in arts.DASHBOARD_ONLY]
+    order = [g.name for f in files for g in f.groups]
+    paths = []
+    for stem, dialect in MATRIX:
+        s = dialects.apply(_scenario(stem, catalog), dialects.parse_dialect(dialect), catalog)
+        path = out / f"{stem}@{dialect}.yaml"
+        path.write_text(dump(scenario_test(s, [str(out / f.path) for f in files], order)))
+        paths.append(path)
+
+    def run(path: Path):
+        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
+                              env=promtool_env())
+        return path.stem, (proc.returncode, proc.stdout + proc.stderr)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(run, paths))
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize("stem,dialect", MATRIX, ids=[f"{s}@{d}" for s, d in MATRIX])
+def test_scenario_passes_in_dialect(matrix_results, stem, dialect):
+    rc, output = matrix_results[f"{stem}@{dialect}"]
+    assert rc == 0, (f"{stem} as {dialect} failed (run `rulesgen replay fixtures/scenarios/{stem}.yaml "
+                     f"--dialect {dialect}` for details):\n{output[-3000:]}")
