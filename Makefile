@@ -22,6 +22,7 @@ check: $(STAMP)
 	$(BIN)/rulesgen check
 
 test: $(STAMP) tools
+	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
 # Fleet benchmark (benchmarks/fleet.py, ~45 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".

@@ -46,6 +46,7 @@ def load_catalog(directory: Path) -> Catalog:
     default, models = _gpu_models(docs["gpu_models.yaml"], errors)
     modes = _failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
     baselines = _baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs else []
+    _check_covers(modes, baselines, errors)
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines))
@@ -117,6 +118,20 @@ def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
         if name:
             out.append(Alias(name=name, unit=alias_unit, scale=float(scale or 1.0), since=since))
     return tuple(out)
+
+
+def _check_covers(modes, baselines, errors) -> None:
+    """`covers` names failure modes (and baseline signals) that exist, and no mode covers itself."""
+    ids = [m.id for m in modes]
+    signals = [b.signal for b in baselines]
+    for m in modes:
+        for target, signal in m.covers:
+            if target not in ids or target == m.id:
+                errors.add(m.where, "unknown-failure-mode",
+                           f"failure mode {m.id} covers {target!r}: not another failure mode{did_you_mean(target, ids)}")
+            if signal and signal not in signals:
+                errors.add(m.where, "unknown-signal",
+                           f"failure mode {m.id} covers signal {signal!r}: not in baselines.yaml{did_you_mean(signal, signals)}")
 
 
 def _signals(doc, errors, known_metrics):
@@ -246,6 +261,12 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             af.done()
         if not a_items and f.has("alerts"):
             errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")
+        covers = []
+        c_items, c_wheres = f.list("covers")
+        for ci, cw in zip(c_items, c_wheres):
+            cf = Fields(ci, errors, f"failure mode {fm_id} covers", fallback=cw)
+            covers.append((cf.str("failure_mode", required=True) or "", cf.str("signal", default="") or ""))
+            cf.done()
         rb = Fields(f.mapping("runbook", required=True), errors, f"failure mode {fm_id} runbook")
         runbook = Runbook(check=tuple(rb.str_list("check", required=True)), act=tuple(rb.str_list("do", required=True)))
         rb.done()
@@ -255,7 +276,8 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             meaning=f.str("meaning", required=True) or "", why=f.str("why", required=True) or "",
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
             needs_profiling=any(m in profiling_metrics for m in metrics),
-            workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", where=f.at("id")))
+            workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", covers=tuple(covers),
+            where=f.at("id")))
         f.done()
     return out
 

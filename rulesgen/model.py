@@ -166,6 +166,9 @@ class FailureMode:
     runbook: Runbook
     needs_profiling: bool
     workload_from: str = "gpu:dcgm_workload:info"
+    # Symptoms of this fault that stay quiet on the same GPU while it is pending or firing:
+    # (failure mode, baseline signal or "" for all of its alerts).
+    covers: tuple[tuple[str, str], ...] = ()
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:

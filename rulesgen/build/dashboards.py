@@ -370,7 +370,7 @@ def record_title(record: str) -> str:
     return humanize(metric if operation in ("max", "min", "avg", "ratio", "value") else f"{metric}_{operation}")
 
 
-_WRAPPED = re.compile(r"^\s*(?:(?P<fn>[a-z_]+)\()?\s*(?P<name>[a-z]+:[a-z0-9_]+:[a-z0-9_]+)(?:\{[^}]*\})?"
+_WRAPPED = re.compile(r"^\s*(?:(?P<fn>[a-z_]+)\((?:\s*(?P<phi>[0-9.]+)\s*,)?)?\s*(?P<name>[a-z]+:[a-z0-9_]+:[a-z0-9_]+)(?:\{[^}]*\})?"
                       r"(?:\[(?P<window>[^\]]+)\])?\s*\)?\s*$")
 
 
@@ -388,7 +388,7 @@ def comparison_title(c: Comparison) -> str:
         record, fn, window = wrapped
         if fn is None:
             return record_title(record)
-        how = fn.replace("_over_time", "")
+        how = "median" if fn == "quantile_over_time" else fn.replace("_over_time", "")
         return f"{record_title(record)} ({how} over {window})" if fn in UNIT_KEEPING else f"{record_title(record)}: {fn} in {window}"
     if c.threshold:
         return f"{humanize(c.threshold.name)} ({c.threshold.unit})"

@@ -60,6 +60,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         for spec in fm.alerts:
             what = f"failure mode {fm.id} ({spec.severity})"
             expr = templates.render(spec.expr, context, spec.where, errors, what)
+            expr = _unless_covered(expr, fm, catalog, settings)
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics)
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
             description = templates.render(spec.description, context, spec.where, errors, what + " description")
@@ -180,6 +181,30 @@ def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str
         for_seconds=mode.for_seconds if mode.for_seconds is not None else spec.for_seconds,
         labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())), failure_mode=fm.id,
         source=spec.where)
+
+
+def _unless_covered(expr: str, fm: FailureMode, catalog: Catalog, settings: Settings) -> str:
+    """One alert per fault: quiet while a failure mode that `covers` this one (catalog) is pending
+    or firing on the same GPU, e.g. the HBM-temperature baseline while memory_overheat holds."""
+    covering: dict[str, list[str]] = {}
+    for m in catalog.failure_modes:
+        for target, signal in m.covers:
+            if target == fm.id:
+                covering.setdefault(signal, []).append(m.id)
+    if not expr or not covering:
+        return expr
+    on = promql.by(settings.gpu_identity)
+
+    def alerts(modes):
+        return f'ALERTS{{alertstate=~"pending|firing", failure_mode=~"{"|".join(sorted(modes))}"}}'
+    per_signal = [f'label_replace({alerts(modes)}, "signal", "{signal}", "", "")'
+                  for signal, modes in sorted(covering.items()) if signal]
+    out = f"(\n{_indent(expr.strip(), 2)}\n)"
+    if per_signal:
+        out += f"\nunless on ({on}, signal) (\n  " + "\n  or ".join(per_signal) + "\n)"
+    if "" in covering:
+        out += f"\nunless on ({on}) {alerts(covering[''])}"
+    return out
 
 
 def _with_workload(expr: str, workload_from: str, settings: Settings) -> str:

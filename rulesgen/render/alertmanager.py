@@ -2,7 +2,8 @@
 
 critical pages, warning goes to a ticket receiver, info never notifies; grouped by cluster, host and
 failure mode. A GPU's other alerts are inhibited while its gpu_lost fires, and a node's while its
-exporter_down fires (everything else about it is stale)."""
+exporter_down fires (everything else about it is stale); a failure mode's symptoms (catalog `covers`)
+while it fires on the same GPU."""
 from __future__ import annotations
 
 from ..output import Artifact
@@ -12,7 +13,9 @@ from .yamltext import dump, header
 PATH = "alertmanager/rulesgen.yaml"
 
 
-def render_alertmanager(settings: Settings) -> Artifact:
+def render_alertmanager(settings: Settings, covers: list[tuple[str, str, str]] = ()) -> Artifact:
+    """covers: (failure mode, covered failure mode, baseline signal or "") from the catalog: the
+    covered alert is a symptom of the same fault on the same GPU and is inhibited while both fire."""
     am = settings.alertmanager
     host, cluster = settings.host_label, settings.cluster_label
     route = {
@@ -38,6 +41,10 @@ def render_alertmanager(settings: Settings) -> Artifact:
         {"source_matchers": ['failure_mode="exporter_down"'], "target_matchers": ['failure_mode!="exporter_down"'],
          "equal": [cluster, host]},
     ]
+    for source, target, signal in covers:
+        matchers = [f'failure_mode="{target}"'] + ([f'signal="{signal}"'] if signal else [])
+        inhibit.append({"source_matchers": [f'failure_mode="{source}"'], "target_matchers": matchers,
+                        "equal": [cluster, host, "gpu", "UUID"]})
     receivers = [{"name": n} for n in sorted({am.page_receiver, am.ticket_receiver, am.null_receiver})]
     doc = {"route": route, "inhibit_rules": inhibit, "receivers": receivers}
     text = header([
