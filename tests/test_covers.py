@@ -1,0 +1,51 @@
+"""One alert per fault: a failure mode's `covers` (catalog) silences the symptoms of the same fault
+on the same GPU, in the rules and in the Alertmanager inhibit rules. The scenarios prove it in
+promtool: memory-overheat-hbm, pcie-errors-replay, ecc-correctable-rate and power-anomaly-hw-brake no
+longer allow the baseline alert that used to co-fire."""
+import yaml
+
+from conftest import run_cli
+from rulesgen import artifacts as arts
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+
+
+def _plan():
+    return arts.plan(bundled_catalog_dir(), None, None)
+
+
+def test_catalog_states_the_hierarchy():
+    modes = {m.id: m for m in load_catalog(bundled_catalog_dir()).failure_modes}
+    assert ("baseline_deviation", "memory_temp") in modes["memory_overheat"].covers
+    assert ("baseline_deviation", "pcie_replay_rate") in modes["pcie_errors"].covers
+    assert ("straggler", "") in modes["thermal_throttling"].covers
+
+
+def test_covered_alerts_are_silenced_in_the_rules():
+    rules = {r.alert: r for r in _plan().rules.rules if r.alert}
+    baseline = rules["GPUBaselineDeviation"].expr
+    assert ('label_replace(ALERTS{alertstate=~"pending|firing", failure_mode=~"memory_overheat"}, '
+            '"signal", "memory_temp", "", "")') in baseline
+    assert "unless on (cluster, Hostname, gpu, UUID, signal)" in baseline
+    straggler = rules["GPUStraggler"].expr
+    assert 'unless on (cluster, Hostname, gpu, UUID) ALERTS{alertstate=~"pending|firing", ' \
+           'failure_mode=~"power_anomaly|thermal_throttling"}' in straggler
+    assert "ALERTS" not in rules["GPUMemoryOverheat"].expr
+
+
+def test_covered_alerts_are_inhibited_in_alertmanager():
+    text = next(a.text for a in _plan().artifacts if a.path == "alertmanager/rulesgen.yaml")
+    inhibit = yaml.safe_load(text)["inhibit_rules"]
+    assert {"source_matchers": ['failure_mode="memory_overheat"'],
+            "target_matchers": ['failure_mode="baseline_deviation"', 'signal="memory_temp"'],
+            "equal": ["cluster", "Hostname", "gpu", "UUID"]} in inhibit
+    assert any(r["source_matchers"] == ['failure_mode="thermal_throttling"']
+               and r["target_matchers"] == ['failure_mode="straggler"'] for r in inhibit)
+
+
+def test_covers_naming_an_unknown_failure_mode_is_an_error(minimal_catalog, tmp_path):
+    fm = minimal_catalog / "failure_modes.yaml"
+    fm.write_text(fm.read_text().replace("    alerts:\n", "    covers:\n      - {failure_mode: hot_gpus}\n    alerts:\n", 1))
+    result = run_cli("render", "--catalog", str(minimal_catalog), "--out", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert "failure_modes.yaml:" in result.stderr and "error[unknown-failure-mode]" in result.stderr
+    assert "hot_gpus" in result.stderr
