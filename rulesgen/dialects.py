@@ -33,6 +33,7 @@ AXES = {
     "xid-sparse": "no XID gauge series until the first XID (4.5.3-4.8.2)",
     "xid-count": "DCGM_EXP_XID_ERRORS_COUNT (windowed count per xid) instead of the XID gauge",
     "xid-total": "DCGM_EXP_XID_ERRORS_TOTAL (counter per xid, from the first event; >= 4.8.3) instead of the XID gauge",
+    "nvlink-entity": "NVLink fields sent per link as NVLink entities (labels gpu_uuid, model_name, nvlink)",
     "clock-count": "DCGM_EXP_CLOCK_EVENTS_COUNT (windowed count per clock_event) instead of the bitmask",
     "clock-total": "DCGM_EXP_CLOCK_EVENTS_TOTAL (counter per clock_event) instead of the bitmask",
     **{f"scrape-{s}s": f"samples every {s} s" + (" (each 30 s collection seen twice)" if s == 15 else "") for s in SCRAPES},
@@ -53,6 +54,7 @@ class Dialect:
     names: str = ""         # "4.9" = renamed fields and their units
     xid: str = ""           # sparse | count | total
     clock: str = ""         # count | total
+    nvlink_entity: bool = False
     scrape: int = 0         # seconds, 0 = as written
     name: str = "as-written"
 
@@ -72,6 +74,8 @@ def parse_dialect(text: str) -> Dialect:
             d = replace(d, host="hostname")
         elif part == "names-4.9":
             d = replace(d, names="4.9")
+        elif part == "nvlink-entity":
+            d = replace(d, nvlink_entity=True)
         elif part.startswith("xid-"):
             d = replace(d, xid=part[4:])
         elif part.startswith("clock-"):
@@ -90,6 +94,8 @@ def apply(scenario: Scenario, dialect: Dialect, catalog: Catalog) -> Scenario:
         series = _xid_series(series, dialect.xid, scenario.interval)
     if dialect.clock:
         series = _clock_series(series, dialect.clock, scenario.interval)
+    if dialect.nvlink_entity:
+        series = [(_nvlink_entity(s), v) for s, v in series]
     if dialect.names:
         series = _renamed(series, catalog)
     if dialect.host:
@@ -164,6 +170,17 @@ def _relabel_host(series: str, host: str) -> str:
     for h in other:
         series = re.sub(rf'([{{,]\s*){h}(\s*=)', rf"\g<1>{host}\g<2>", series)
     return series
+
+
+def _nvlink_entity(series: str) -> str:
+    """dcgm-exporter labels NVLink-entity series with gpu_uuid and model_name (render_metrics.go)."""
+    name = _metric_name(series)
+    if "_NVLINK_" not in name:
+        return series
+    labels = series_labels(series)
+    renamed = {("gpu_uuid" if k == "UUID" else "model_name" if k == "modelName" else k): v for k, v in labels.items()}
+    renamed["nvlink"] = "0"
+    return _with_name(series, name, drop=tuple(labels), add=renamed)
 
 
 def _metric_name(series: str) -> str:

@@ -36,8 +36,8 @@ def valid(metric: Metric, matchers: str) -> str:
 
 
 def with_host(expr: str, host: str, sources: tuple[str, ...]) -> str:
-    """Copy whichever input host label a series carries (Hostname up to dcgm-exporter 4.8.2,
-    hostname from 4.8.3) into the output label `host`; series with neither keep theirs."""
+    """Copy whichever input label a series carries (e.g. the host label: Hostname up to dcgm-exporter
+    4.8.2, hostname from 4.8.3) into the output label `host`; series with none keep theirs."""
     for src in sources:
         expr = f'label_replace({expr}, "{host}", "$1", "{src}", "(.+)")'
     return expr

@@ -38,6 +38,7 @@ MATRIX = [
     ("gpu-lost-xid79", "xid-count"),
     ("xid-31-mmu-fault", "xid-count"),
     ("power-anomaly-hw-brake", "clock-count"),
+    ("nvlink-errors-crc-replay", "nvlink-entity+hostname"),
     ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
     ("xid-31-mmu-fault", "exporter-4.8.2"),
     ("normal-inference-bursty", "exporter-4.8.2"),

@@ -38,6 +38,11 @@ class _Lookup(dict):
         raise KeyError(f"unknown {self.what} {key!r}{did_you_mean(key, list(self))}")
 
 
+# dcgm-exporter labels NVLink-entity series (one per link) with gpu_uuid and model_name where GPU
+# series say UUID and modelName (render_metrics.go, 4.4-4.8).
+NVLINK_ENTITY_LABELS = (("UUID", "gpu_uuid"), ("modelName", "model_name"))
+
+
 def base_context(catalog: Catalog, settings: Settings) -> dict:
     sel = settings.selector
     metrics = {n: m for m in catalog.metrics for n in m.names}
@@ -47,11 +52,16 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
             raise KeyError(f"unknown metric {name!r}{did_you_mean(name, list(metrics))}")
         return metrics[name]
 
-    def host(expr):
+    def host(expr, name=None):
+        """Input labels normalised: the host label, and on NVLink fields (which dcgm-exporter may
+        send per link, as NVLink entities labelled gpu_uuid and model_name) UUID and modelName."""
+        if name is not None and "_NVLINK_" in name:
+            for target, source in NVLINK_ENTITY_LABELS:
+                expr = promql.with_host(expr, target, (source,))
         return promql.with_host(expr, settings.host_label, settings.host_aliases)
 
     def series(name, extra=""):
-        return host(promql.selector(metric(name), sel + (", " + extra if extra else "")))
+        return host(promql.selector(metric(name), sel + (", " + extra if extra else "")), name)
 
     def series_matching(matchers):
         """Raw dcgm-exporter series by label matchers alone (e.g. every DCGM_FI_* name)."""
@@ -80,7 +90,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
                 term = (f"({fn}({n}{{{matchers}}}[{window}]) and max_over_time({n}{{{matchers}}}[{window}]) < {limit}"
                         f" and {n}{{{matchers}}} offset {window})")
                 terms.append(term if scale == 1 else f"({term} * {promql.format_number(scale)})")
-            return host(" or ".join(terms))
+            return host(" or ".join(terms), name)
         return apply
 
     def born(name, window, label, extra=""):
@@ -103,8 +113,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
 
     return {
         "sel": sel,
-        "m": _Lookup("metric", {n: host(promql.selector(m, sel)) for n, m in metrics.items()}),
-        "v": _Lookup("metric", {n: host(promql.valid(m, sel)) for n, m in metrics.items()}),
+        "m": _Lookup("metric", {n: host(promql.selector(m, sel), n) for n, m in metrics.items()}),
+        "v": _Lookup("metric", {n: host(promql.valid(m, sel), n) for n, m in metrics.items()}),
         "series": series,
         "timestamp": timestamp,
         "series_matching": series_matching,
