@@ -28,8 +28,10 @@ def first_firing_expr(s: Scenario, matchers: dict[str, str]) -> str:
     return f"min(min_over_time(timestamp({firing(matchers)})[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))"
 
 
-def expectation_expr(s: Scenario, e: Expectation) -> str:
-    first = first_firing_expr(s, {"failure_mode": e.failure_mode, **dict(e.labels)})
+def expectation_expr(s: Scenario, e: Expectation, first_firing=first_firing_expr) -> str:
+    """1 when the expected alert first fired inside [after, after + within]; first_firing(s, matchers)
+    gives the first-firing time in seconds since the start of the replay (vmalert_tests.py passes its own)."""
+    first = first_firing(s, {"failure_mode": e.failure_mode, **dict(e.labels)})
     return f"({first} >= bool {e.after}) * ({first} <= bool {e.after + e.within})"
 
 
