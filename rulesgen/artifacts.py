@@ -100,7 +100,7 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, rules: RuleSet, ren
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
     if out.alertmanager:
-        extra.append(render_alertmanager(settings))
+        extra.append(render_alertmanager(settings, [(m.id, t, sig) for m in catalog.failure_modes for t, sig in m.covers]))
     if out.runbooks:
         extra += render_runbooks(catalog, settings, rules)
     if out.exporter_counters:
