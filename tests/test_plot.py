@@ -79,8 +79,10 @@ def test_plot_data_has_the_series_and_the_alert_pending_then_firing(data):
     assert [(s.alertname, s.state) for s in data.spans] == [("GPUThermalThrottling", "pending"),
                                                             ("GPUThermalThrottling", "firing")]
     pending, firing = data.spans
-    assert 1200 < pending.start < 1200 + 300  # once the 5-minute average passes 87 C
-    assert pending.end == firing.start == pending.start + 300  # `for: 5m`
+    hold = next(r.for_seconds for r in plan(bundled_catalog_dir(), None, None).rules.rules
+                if r.alert == "GPUThermalThrottling")
+    assert 1200 < pending.start < 1200 + 300  # once the 4-minute median passes 87 C
+    assert pending.end == firing.start == pending.start + hold  # held for the rule's `for`
     assert firing.end == 3600 + 30  # firing until the end of the replay
 
 
