@@ -1,5 +1,7 @@
 """Fleet-scale rule evaluation cost: the rendered rules (alerts/prometheus/*.yaml, read at run time) in a
-real Prometheus 2.42 and in vmalert + victoria-metrics, over a synthetic dcgm-exporter fleet.
+real Prometheus and in vmalert + victoria-metrics (the binaries in .tools/bin: Prometheus 3.5 and
+VictoriaMetrics 1.145 since commit 1ede561; the report names the versions that ran), over a synthetic
+dcgm-exporter fleet.
 
 Method (what the numbers mean):
 - Data: N H100 GPUs (8 per node, 4-node training jobs on 85% of the nodes: ~95% util, 600-700 W,
@@ -26,6 +28,7 @@ benchmarks/results/fleet-<N>.md)
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -33,8 +36,10 @@ import re
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -67,6 +72,44 @@ RECORD_REF = re.compile(r"\b[a-z_]+:[a-zA-Z0-9_]+:[a-zA-Z0-9_]+\b")
 RAW_SERIES = '{__name__=~"DCGM_.+|up"}'
 RECORDED_SERIES = '{__name__=~".+:.+"}'
 BACKFILLED = ["gpu:dcgm_baseline:value_30m_hourly", "gpu:dcgm_baseline_daily:count"]
+ENGINES = ["prometheus", "promtool", "victoria-metrics", "vmalert"]
+
+
+def engine_versions() -> dict[str, str]:
+    """{binary: version} of the engines in TOOLS: the Debian package version from .tools/versions
+    (Debian's VictoriaMetrics binaries print an empty -version), else the binary's own --version."""
+    out: dict[str, str] = {}
+    versions = TOOLS.parent / "versions"
+    if versions.exists():
+        for line in versions.read_text().splitlines():
+            f = line.split()
+            if len(f) >= 3 and f[0] in ENGINES:
+                out[f[0]] = f[2] + (f" ({f[3]})" if len(f) > 3 else "")
+    for name in ENGINES:
+        if name not in out:
+            flag = "--version" if name in ("prometheus", "promtool") else "-version"
+            try:
+                text = subprocess.run([str(TOOLS / name), flag], capture_output=True, text=True, timeout=60).stdout
+            except OSError:
+                text = ""
+            m = re.search(r"version (\S+)|-v(\d+\.\d+\.\d+\S*)", text)
+            out[name] = (m[1] or m[2]) if m else "unknown"
+    return out
+
+
+def self_reported() -> str:
+    """First line of `prometheus --version`: proof of which binary ran, beside the package list."""
+    try:
+        out = subprocess.run([str(TOOLS / "prometheus"), "--version"], capture_output=True, text=True, timeout=60)
+        return (out.stdout + out.stderr).splitlines()[0].strip()
+    except (OSError, IndexError):
+        return "unknown"
+
+
+def engine_label(versions: dict[str, str], name: str) -> str:
+    """'3.5' for '3.5.3+ds1-6 (sid)': major.minor, for prose."""
+    m = re.match(r"(\d+\.\d+)", versions.get(name, ""))
+    return m[1] if m else versions.get(name, "?")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -164,8 +207,60 @@ class Plan:
         return out
 
 
-def make_plan(args, rules: RuleSet) -> Plan:
-    metrics = exporter_fields(ROOT / "exporter" / "dcgm-counters.csv")
+@dataclass
+class Inputs:
+    """The rule files and the exporter field list, copied once at start: both engines measure the same
+    rules even if alerts/prometheus/ is re-rendered during the run (other work in the checkout)."""
+    rule_files: list[Path]
+    counters_csv: Path
+    commit: str
+    dirty: bool  # the copied files differ from the commit's
+    digest: str  # sha256 of the copied files, 12 hex digits
+
+    @classmethod
+    def snapshot(cls, dest: Path) -> "Inputs":
+        dest.mkdir(parents=True, exist_ok=True)
+        sources = sorted(RULES_DIR.glob("*.yaml")) + [ROOT / "exporter" / "dcgm-counters.csv"]
+        h = hashlib.sha256()
+        for src in sources:
+            data = src.read_bytes()
+            (dest / src.name).write_bytes(data)
+            h.update(src.name.encode() + b"\0" + data)
+
+        def git(*a: str) -> str:
+            try:
+                return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, timeout=60).stdout.strip()
+            except OSError:
+                return ""
+        rel = [str(src.relative_to(ROOT)) for src in sources]
+        return cls([dest / src.name for src in sources[:-1]], dest / sources[-1].name,
+                   git("rev-parse", "--short", "HEAD") or "?", bool(git("status", "--porcelain", "--", *rel)),
+                   h.hexdigest()[:12])
+
+
+class LoadSampler:
+    """1-minute load average every 15 s while running (a thread): (min, mean, max) of the machine's load."""
+
+    def __init__(self):
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append(os.getloadavg()[0])
+            self._stop.wait(15)
+
+    def stop(self) -> list[float]:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        s = self.samples or [math.nan]
+        return [min(s), statistics.mean(s), max(s)]
+
+
+def make_plan(args, rules: RuleSet, counters_csv: Path) -> Plan:
+    metrics = exporter_fields(counters_csv)
     history = rules.raw_metrics_recorded("baseline") | (set(NAIVE_GAUGES + NAIVE_COUNTERS) if args.naive else set())
     now = int(time.time()) // args.step * args.step
     t_fine = now - args.fine_hours * 3600
@@ -334,11 +429,18 @@ class RuleTimes:
 
     def poll(self, server: Server) -> None:
         first = not self.seen
-        for g in requests.get(server.url + "/api/v1/rules", timeout=60).json()["data"]["groups"]:
+        try:
+            groups = requests.get(server.url + "/api/v1/rules", timeout=60).json()["data"]["groups"]
+        except (requests.RequestException, ValueError, KeyError) as exc:  # per-rule times are extras
+            log(f"{server.name} /api/v1/rules failed: {str(exc)[:300]}")
+            return
+        if first and not groups:
+            return
+        for g in groups:
             for i, r in enumerate(g["rules"]):
                 key = (g["name"], i)
                 if r.get("lastEvaluation") != self.seen.get(key):
-                    self.seen[key], self.names[key] = r.get("lastEvaluation"), r["name"]
+                    self.seen[key], self.names[key] = r.get("lastEvaluation"), r.get("name", "?")
                     if not first:
                         self.times.setdefault(key, []).append(r.get("evaluationTime", 0.0))
 
@@ -346,6 +448,25 @@ class RuleTimes:
         """(mean seconds, group, rule, evaluations), most expensive first."""
         rows = [(statistics.mean(t), k[0], self.names[k], len(t)) for k, t in self.times.items()]
         return sorted(rows, reverse=True)[:n]
+
+    def group_sums(self) -> dict[str, float]:
+        """Sum over each group's rules of their mean evaluationTime (seconds)."""
+        out: dict[str, float] = {}
+        for k, t in self.times.items():
+            out[k[0]] = out.get(k[0], 0.0) + statistics.mean(t)
+        return out
+
+
+def rule_times_usable(times: RuleTimes, groups: dict[str, tuple[float, int]]) -> tuple[bool, str]:
+    """Per-rule times are costs only if, in every group, they add up to no more than the group's own
+    time (rules of a group run one after the other); 20% slack for timing between polls."""
+    sums, worst = times.group_sums(), (0.0, "")
+    for g, (d, _) in groups.items():
+        if g in sums and d and not math.isnan(d):
+            worst = max(worst, (sums[g] / d, g))
+    if not sums:
+        return False, "no per-rule evaluationTime was reported"
+    return worst[0] <= 1.2, f"per-rule times add up to {worst[0]:.2f}x the group time at most ({worst[1]})"
 
 
 def measure_prometheus(prom: Server, groups: list[str], evaluations: int, rule_times: RuleTimes | None = None,
@@ -435,14 +556,18 @@ def vmalert_sums(samples) -> dict[str, tuple[float, float]]:
     return {g: (s[g], c.get(g, 0.0)) for g in s}
 
 
-def measure_vmalert(vmalert: Server, groups: list[str], evaluations: int,
+def measure_vmalert(vmalert: Server, groups: list[str], evaluations: int, rule_times: RuleTimes | None = None,
                     timeout: float = 1800) -> dict[str, tuple[float, int]]:
     """Mean iteration duration per group: delta sum / delta count of the summary over the window.
-    (No per-rule times: in vmalert 1.79 the recording rules of a group share one lastEvaluation and
-    their evaluationTime values add up to many times the group's iteration time: not per-rule costs.)"""
+    Per-rule times (rule_times, from vmalert's /api/v1/rules) are polled too; whether they are usable
+    is checked against the group times (rule_times_usable): in vmalert 1.79 the recording rules of a
+    group shared one lastEvaluation and their evaluationTime values added up to many times the group's
+    iteration time."""
     before = vmalert_sums(vmalert.metrics())
     deadline = time.monotonic() + timeout
     while True:
+        if rule_times:
+            rule_times.poll(vmalert)
         time.sleep(5)
         now = vmalert_sums(vmalert.metrics())
         counts = {g: now.get(g, (0, 0))[1] - before.get(g, (0, 0))[1] for g in groups}
@@ -476,6 +601,8 @@ class Result:
     warm: float = 0.0  # seconds the rules had been evaluated before the measurement
     cores: float = math.nan  # process_cpu_seconds_total per second of the server during the measurement
     failures: dict[str, float] = field(default_factory=dict)  # failed evaluations per group, whole run
+    rule_times_note: str = ""  # whether the per-rule times add up (see rule_times_usable)
+    load_during: list[float] = field(default_factory=list)  # 1-min load average min, mean, max (LoadSampler)
 
 
 def cpu_seconds(server: Server) -> tuple[float, float]:
@@ -530,13 +657,16 @@ def baseline_time(res: Result) -> float:
 
 
 def report(args, plan: Plan, rules: RuleSet, prom: Result, vm: Result | None, phases: Phases,
-           samples: int) -> str:
+           samples: int, inputs: Inputs | None = None) -> str:
     both = [("Prometheus", prom), ("vmalert", vm)] if vm else [("Prometheus", prom)]
+    ver = engine_versions()
     lines = [f"# Fleet rule-evaluation benchmark: {plan.gpus} GPUs, {plan.days} days", "",
              f"Reproduce: `cd {ROOT} && .venv/bin/python benchmarks/fleet.py {' '.join(sys.argv[1:])}`  ",
              f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
-             f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; Prometheus/promtool 2.42, "
-             "victoria-metrics/vmalert 1.79 (Debian packages in .tools/bin). Numbers are from this one run.", "",
+             f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; engines (Debian packages "
+             "in .tools/bin, versions from .tools/versions): "
+             + ", ".join(f"{n} {ver[n]}" for n in ENGINES) + f" (`prometheus --version`: {self_reported()})"
+             ". Numbers are from this one run.", "",
              "## Method", "",
              f"- Data: {plan.gpus} x {MODEL_NAME} on {-(-plan.gpus // 8)} nodes, {len(plan.all_metrics) - 1} "
              f"dcgm-exporter fields per GPU + `up` per node. History: {plan.days}d every {plan.history_step}s of "
@@ -553,7 +683,10 @@ def report(args, plan: Plan, rules: RuleSet, prom: Result, vm: Result | None, ph
                 "(`rulesgen backfill prometheus` is too slow at this size, see the notes"
                 + (f"; it ran here over {args.prom_backfill_days} day(s) to time it" if args.prom_backfill_days else
                    "; it was not run here") + ")."),
-             f"- Rules: {', '.join(f.name for f in rules.files)} from alerts/prometheus/, read at run time. Groups "
+             f"- Rules: {', '.join(f.name for f in rules.files)} from alerts/prometheus/, copied once at the start "
+             + (f"(commit {inputs.commit}{' with uncommitted changes to these files' if inputs.dirty else ''}; "
+                f"sha256 of the rule files and exporter/dcgm-counters.csv: {inputs.digest}) " if inputs else "")
+             + "and used by both engines. Groups "
              f"with an interval above {MEASURE_INTERVAL}s ran from a copy at {MEASURE_INTERVAL}s (cost per "
              "evaluation does not depend on the interval, and it gives more readings); shares use the real "
              "intervals. Prometheus: mean of `prometheus_rule_group_last_duration_seconds` over distinct "
@@ -574,10 +707,14 @@ def report(args, plan: Plan, rules: RuleSet, prom: Result, vm: Result | None, ph
     lines += [f"| **all rulesgen groups** | | | **{share(prom, rules.intervals):.3%}** | | **{vm_share}** |", "",
               "Target: all groups together <= 5% of their evaluation interval at 800 GPUs.", ""]
     for name, r in both:
+        engine = f"{name} {engine_label(ver, 'prometheus' if name == 'Prometheus' else 'vmalert')}"
         if r.top_rules:
-            lines += [f"Most expensive rules in {name} (mean evaluationTime from /api/v1/rules, ms; its "
-                      "rules run one after the other within a group; vmalert 1.79 has no usable per-rule time): " + "; ".join(
+            lines += [f"Most expensive rules in {engine} (mean evaluationTime from /api/v1/rules, ms; "
+                      f"rules run one after the other within a group; {r.rule_times_note}): " + "; ".join(
                           f"{rule} ({group}) {sec * 1000:.1f}" for sec, group, rule, _ in r.top_rules), ""]
+        elif r.rule_times_note:
+            lines += [f"No per-rule times for {engine}: {r.rule_times_note}, so its evaluationTime values "
+                      "are not per-rule costs.", ""]
     lines += ["## Series", "", "| | Prometheus | VictoriaMetrics |", "|---|---|---|",
               f"| raw (DCGM_* and up) | {prom.raw_series:.0f} | {f'{vm.raw_series:.0f}' if vm else '-'} |",
               f"| recorded by all recording rules (name contains ':') | {prom.recorded_series:.0f} | "
@@ -619,6 +756,9 @@ def report(args, plan: Plan, rules: RuleSet, prom: Result, vm: Result | None, ph
     lines += [f"| {name}: rules running before the measurement / CPU cores used during it (server(s), scrapes "
               f"included) / 1-min load average at its start and end | {r.warm / 60:.0f} min / {r.cores:.3f} / "
               f"{' / '.join(f'{x:.1f}' for x in r.load)} |" for name, r in both]
+    lines += [f"| {name}: machine's 1-min load average during the measurement, every 15 s (min / mean / max; "
+              f"2 cores, other work included) | {' / '.join(f'{x:.1f}' for x in r.load_during)} |"
+              for name, r in both if r.load_during]
     lines += ["", "## Caveats", "",
               "- Contention: evaluation times are wall times on a 2-core machine, so they include waiting for a "
               "core (scrapes of the synthetic exporter, which runs in this Python process, share it); the load "
@@ -700,12 +840,14 @@ def run_prometheus(args, plan, rules, fleet, work, exporter, phases) -> Result:
         wait_iterations(prom, groups, 3, prom_iterations, timeout=1800)
         t = time.monotonic()
         load, cpu = os.getloadavg()[0], cpu_seconds(prom)
-        times = RuleTimes()
+        times, sampler = RuleTimes(), LoadSampler()
         res = Result(groups=measure_prometheus(prom, groups, args.evaluations, times),
                      load=[load, os.getloadavg()[0]], warm=t - rules_since)
+        res.load_during = sampler.stop()
         res.cores = cores_since(prom, cpu)
         res.failures = prom_failures(prom.metrics())
         res.top_rules = times.top()
+        res.rule_times_note = rule_times_usable(times, res.groups)[1]
         phases.add("Prometheus measurement", time.monotonic() - t)
         count_series(prom, res)
         count_history(prom, plan, res)
@@ -757,8 +899,13 @@ def run_vm(args, plan, rules, fleet, work, exporter, phases) -> Result:
             wait_iterations(vmalert, groups, 3, vmalert_iterations, timeout=1800)
             t = time.monotonic()
             load, cpu = os.getloadavg()[0], (cpu_seconds(vm), cpu_seconds(vmalert))
-            res = Result(groups=measure_vmalert(vmalert, groups, args.evaluations),
+            times, sampler = RuleTimes(), LoadSampler()
+            res = Result(groups=measure_vmalert(vmalert, groups, args.evaluations, times),
                          load=[load, os.getloadavg()[0]], warm=t - rules_since)
+            res.load_during = sampler.stop()
+            usable, why = rule_times_usable(times, res.groups)
+            res.top_rules = times.top() if usable else []
+            res.rule_times_note = why
             res.cores = cores_since(vm, cpu[0]) + cores_since(vmalert, cpu[1])
             res.failures = vmalert_failures(vmalert.metrics())
             phases.add("vmalert measurement", time.monotonic() - t)
@@ -804,11 +951,12 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    rules = RuleSet.load(sorted(RULES_DIR.glob("*.yaml")))
-    plan = make_plan(args, rules)
+    work = Path(tempfile.mkdtemp(prefix="fleet-bench-", dir=args.tmp))
+    inputs = Inputs.snapshot(work / "inputs")
+    rules = RuleSet.load(inputs.rule_files)
+    plan = make_plan(args, rules, inputs.counters_csv)
     fleet = make_fleet(args.gpus)
     phases = Phases()
-    work = Path(tempfile.mkdtemp(prefix="fleet-bench-", dir=args.tmp))
     exporter = Exporter(fleet, plan.all_metrics[:-1], plan.origin, plan.step)
     log(f"{args.gpus} GPUs, {args.days}d, work dir {work}; history metrics: {plan.history_metrics}")
     try:
@@ -820,7 +968,7 @@ def main(argv=None) -> None:
         exporter.close()
         shutil.rmtree(work, ignore_errors=True)
     PEAK_RSS["fleet.py itself (data generator, live exporter)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    text = report(args, plan, rules, prom, vm, phases, samples)
+    text = report(args, plan, rules, prom, vm, phases, samples, inputs)
     out = Path(args.out) if args.out else HERE / "results" / f"fleet-{args.gpus}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
