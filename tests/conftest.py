@@ -39,6 +39,21 @@ def rendered(tmp_path_factory):
     return out
 
 
+def run_promtool_tests(promtool: str, paths) -> dict:
+    """`promtool test rules` on each file, in parallel (one process per file): {stem: (rc, output)}."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rulesgen.replay import promtool_env
+
+    def run(path: Path):
+        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
+                              env=promtool_env())
+        return path.stem, (proc.returncode, proc.stdout + proc.stderr)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(run, paths))
+
+
 def run_cli(*args, cwd=ROOT, env=None):
     exe = Path(sys.executable).with_name("rulesgen")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rulesgen.cli"]

@@ -3,21 +3,16 @@
 
 The unit tests check the transforms themselves; the engine tests replay the matrix cells that fit
 `make test`'s budget through the real promtool 3.5 (`rulesgen replay --dialect` runs any other cell)."""
-import os
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_promtool_tests
 from rulesgen import artifacts as arts
 from rulesgen import dialects
 from rulesgen.build.promtool_tests import scenario_test
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
 from rulesgen.render.yamltext import dump
-from rulesgen.replay import promtool_env
 from rulesgen.scenarios import STALE, Scenario, expand, load_scenario, series_labels
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
@@ -200,14 +195,7 @@ def matrix_results(tmp_path_factory, promtool, catalog):
         path = out / f"{stem}@{dialect}.yaml"
         path.write_text(dump(scenario_test(s, [str(out / f.path) for f in files], order)))
         paths.append(path)
-
-    def run(path: Path):
-        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
-                              env=promtool_env())
-        return path.stem, (proc.returncode, proc.stdout + proc.stderr)
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(pool.map(run, paths))
+    return run_promtool_tests(promtool, paths)
 
 
 @pytest.mark.engines

@@ -1,15 +1,10 @@
 """Every scenario replayed through the real promtool: each rule fires on its fault, in time, on the
 right GPU, and nothing fires on normal load."""
-import os
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, run_promtool_tests
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.replay import promtool_env
 from rulesgen.scenarios import load_scenarios
 from test_render import DESIGN_FAILURE_MODES
 
@@ -34,15 +29,7 @@ def test_at_least_six_normal_load_scenarios():
 @pytest.fixture(scope="session")
 def promtool_results(rendered, promtool):
     """Run promtool on every rendered scenario test, in parallel (one process per file)."""
-    files = sorted((rendered / "tests" / "promtool").glob("*.yaml"))
-
-    def run(path: Path):
-        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
-                              env=promtool_env())
-        return path.stem, (proc.returncode, proc.stdout + proc.stderr)
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(pool.map(run, files))
+    return run_promtool_tests(promtool, sorted((rendered / "tests" / "promtool").glob("*.yaml")))
 
 
 @pytest.mark.parametrize("scenario", [p.stem for p in SCENARIOS])

@@ -57,13 +57,13 @@ def scenario_test(s: Scenario, rule_files: list[str], group_order: list[str]) ->
     tests = [{"expr": expectation_expr(s, e), "eval_time": format_duration(s.duration),
               "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect]
     tests.append({"expr": unexpected_expr(s), "eval_time": format_duration(s.duration), "exp_samples": []})
-    return _document(s, rule_files, group_order, tests)
+    return document(s, rule_files, group_order, tests)
 
 
 def listing_test(s: Scenario, rule_files: list[str], group_order: list[str]) -> dict:
     """Replay phase 1: every alert series that fired (promtool prints them as the failure's 'got')."""
     expr = f'max_over_time(ALERTS{{alertstate="firing"}}[{replay_range(s)}])'
-    return _document(s, rule_files, group_order, [{"expr": expr, "eval_time": format_duration(s.duration), "exp_samples": []}])
+    return document(s, rule_files, group_order, [{"expr": expr, "eval_time": format_duration(s.duration), "exp_samples": []}])
 
 
 def per_mode_test(s: Scenario, rule_files: list[str], group_order: list[str], failure_modes: list[str]) -> dict:
@@ -72,7 +72,7 @@ def per_mode_test(s: Scenario, rule_files: list[str], group_order: list[str], fa
     tests = [{"expr": f'count_values without () ("first_firing", min_over_time(timestamp({firing({"failure_mode": fm})})'
                       f'[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))',
               "eval_time": format_duration(s.duration), "exp_samples": []} for fm in failure_modes]
-    return _document(s, rule_files, group_order, tests)
+    return document(s, rule_files, group_order, tests)
 
 
 def timing_test(s: Scenario, rule_files: list[str], group_order: list[str], fired: list[dict[str, str]]) -> dict:
@@ -83,13 +83,15 @@ def timing_test(s: Scenario, rule_files: list[str], group_order: list[str], fire
         inner = first_firing_expr(s, {k: v for k, v in labels.items() if k != "alertstate"})
         tests.append({"expr": f'count_values("first_firing", {inner})', "eval_time": format_duration(s.duration),
                       "exp_samples": []})
-    return _document(s, rule_files, group_order, tests)
+    return document(s, rule_files, group_order, tests)
 
 
-def _document(s: Scenario, rule_files: list[str], group_order: list[str], promql_tests: list[dict]) -> dict:
+def document(s: Scenario, rule_files: list[str], group_order: list[str], promql_tests: list[dict],
+              key: str = "promql_expr_test") -> dict:
     """group_order lists every group: without it promtool 2.42 evaluates groups in Go map order,
     a different order on each run, and a rule reading another group's output then sees this
-    evaluation's value or the previous one by chance."""
+    evaluation's value or the previous one by chance. key: the tests' kind (vmalert-tool reads the
+    same document with metricsql_expr_test)."""
     return {
         "rule_files": list(rule_files),
         "evaluation_interval": format_duration(s.evaluation_interval),
@@ -98,6 +100,6 @@ def _document(s: Scenario, rule_files: list[str], group_order: list[str], promql
             "name": s.name,
             "interval": format_duration(s.interval),
             "input_series": [{"series": series, "values": values} for series, values in s.series],
-            "promql_expr_test": promql_tests,
+            key: promql_tests,
         }],
     }

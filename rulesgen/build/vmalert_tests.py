@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from ..fields import format_duration
 from ..output import Rule, RuleFile, RuleGroup
 from ..scenarios import Expectation, Scenario
-from .promtool_tests import expectation_expr, first_firing_expr, unexpected_expr
+from .promtool_tests import document, expectation_expr, first_firing_expr, unexpected_expr
 
 TESTS_DIR = "tests/vmalert"
 RULES_DIR = "tests/vmalert/rules"
@@ -102,14 +102,4 @@ def scenario_test(s: Scenario, rule_files: list[str], group_order: list[str]) ->
     tests = [{"expr": vm_expectation_expr(s, e), "eval_time": eval_time, "exp_samples": [{"labels": "{}", "value": 1}]}
              for e in s.expect]
     tests.append({"expr": unexpected_expr(s), "eval_time": eval_time, "exp_samples": []})
-    return {
-        "rule_files": list(rule_files),
-        "evaluation_interval": format_duration(s.evaluation_interval),
-        "group_eval_order": list(group_order),
-        "tests": [{
-            "name": s.name,
-            "interval": format_duration(s.interval),
-            "input_series": [{"series": series, "values": values} for series, values in s.series],
-            "metricsql_expr_test": tests,
-        }],
-    }
+    return document(s, rule_files, group_order, tests, key="metricsql_expr_test")
