@@ -402,7 +402,8 @@ def prom_group(labels: dict[str, str]) -> str:
 
 def prom_failures(samples) -> dict[str, float]:
     out = {prom_group(l): v for n, l, v in samples if n == "prometheus_rule_evaluation_failures_total"}
-    out["(tsdb out-of-bounds samples)"] = metric_value(samples, "prometheus_tsdb_out_of_bound_samples_total") or 0
+    # Prometheus 3 labels it by sample type (type="float", "histogram"): the sum over them
+    out["(tsdb out-of-bounds samples)"] = sum(v for n, _, v in samples if n == "prometheus_tsdb_out_of_bound_samples_total")
     return out
 
 
