@@ -662,7 +662,7 @@ def report(args, plan: Plan, rules: RuleSet, prom: Result, vm: Result | None, ph
     both = [("Prometheus", prom), ("vmalert", vm)] if vm else [("Prometheus", prom)]
     ver = engine_versions()
     lines = [f"# Fleet rule-evaluation benchmark: {plan.gpus} GPUs, {plan.days} days", "",
-             f"Reproduce: `cd {ROOT} && .venv/bin/python benchmarks/fleet.py {' '.join(sys.argv[1:])}`  ",
+             f"Reproduce: `.venv/bin/python benchmarks/fleet.py {' '.join(sys.argv[1:])}`  ",
              f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
              f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; engines (Debian packages "
              "in .tools/bin, versions from .tools/versions): "
