@@ -144,12 +144,14 @@ def test_counters_enable_what_the_rules_read(rendered, tmp_path):
     for field in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
                   "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_GPU_TEMP"):
         assert f"\n{field}, " in csv
-    default = run_cli("list", "--counters", "/work/shared/dcgm/exporter-default-counters.csv"
-                      if Path("/work/shared/dcgm/exporter-default-counters.csv").exists()
-                      else str(rendered / "exporter" / "dcgm-counters.csv"))
+    # dcgm-exporter's default counters enable no ECC counts: the ECC failure modes are blind with them
+    defaults = tmp_path / "default-counters.csv"
+    defaults.write_text("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n"
+                        "DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).\n"
+                        "DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.\n")
+    default = run_cli("list", "--counters", str(defaults))
     assert default.returncode == 0
-    if "exporter-default-counters" in default.stdout:
-        assert "ecc_uncorrectable" in default.stdout.split("blind:")[1]
+    assert "ecc_uncorrectable" in default.stdout.split("blind:")[1]
     ours = run_cli("list", "--counters", str(rendered / "exporter" / "dcgm-counters.csv"))
     assert "0 failure mode(s) blind: none" in ours.stdout
     assert "BLIND" not in ours.stdout and "partial" not in ours.stdout
