@@ -60,8 +60,11 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
                 expr = promql.with_host(expr, target, (source,))
         return promql.with_host(expr, settings.host_label, settings.host_aliases)
 
+    def matchers(extra=""):
+        return sel + (", " + extra if extra else "")
+
     def series(name, extra=""):
-        return host(promql.selector(metric(name), sel + (", " + extra if extra else "")), name)
+        return host(promql.selector(metric(name), matchers(extra)), name)
 
     def series_matching(matchers):
         """Raw dcgm-exporter series by label matchers alone (e.g. every DCGM_FI_* name)."""
@@ -82,13 +85,13 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         duplicate series (the name is dropped) if an exporter sent both names at once."""
         def apply(name, window, extra=""):
             m = metric(name)
-            matchers = sel + (", " + extra if extra else "")
+            selected = matchers(extra)
             terms = []
             for n in m.names:
                 scale = m.scale_of(n)
                 limit = promql.format_number(m.valid_max)
-                term = (f"({fn}({n}{{{matchers}}}[{window}]) and max_over_time({n}{{{matchers}}}[{window}]) < {limit}"
-                        f" and {n}{{{matchers}}} offset {window})")
+                term = (f"({fn}({n}{{{selected}}}[{window}]) and max_over_time({n}{{{selected}}}[{window}]) < {limit}"
+                        f" and {n}{{{selected}}} offset {window})")
                 terms.append(term if scale == 1 else f"({term} * {promql.format_number(scale)})")
             return host(" or ".join(terms), name)
         return apply
@@ -99,9 +102,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         an event that increase() cannot see (a window holding one sample gives it nothing). Matching
         on the GPU and `label` only, a pod-label change (same count, new series) is not an event."""
         on = promql.by((*settings.gpu_identity, label))
-        now = series(name, f"{extra}" if extra else "")
-        before = promql.with_host(f"{promql.selector(metric(name), sel + (', ' + extra if extra else ''))} offset {window}",
-                                  settings.host_label, settings.host_aliases)
+        now = series(name, extra)
+        before = host(f"{promql.selector(metric(name), matchers(extra))} offset {window}", name)
         return (f"((({now} > 0) unless on ({on}) {before})"
                 f" and on ({promql.by(settings.gpu_identity)}) (gpu:dcgm_reporting:timestamp offset {window}))")
 
