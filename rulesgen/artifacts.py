@@ -5,10 +5,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import vmalert_tests
-from .build.dashboards import build_dashboards
-from .build.promtool_tests import scenario_test
-from .build.rules import build_rules
+from .builders import vmalert_tests
+from .builders.dashboards import build_dashboards
+from .builders.promtool_tests import scenario_test
+from .builders.rules import build_rules
 from .catalog import load_catalog
 from .model import Catalog
 from .output import Artifact, RuleFile, RuleSet
@@ -69,7 +69,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> 
 
 def vmalert_artifacts(replayed: list[RuleFile], scenarios: list[Scenario]) -> list[Artifact]:
     """tests/vmalert/: one vmalert-tool unit test per scenario, reading a vmalert-specific copy of the
-    rule files in tests/vmalert/rules/ (build/vmalert_tests.py says why it is needed)."""
+    rule files in tests/vmalert/rules/ (builders/vmalert_tests.py says why it is needed)."""
     if not scenarios:
         return []
     copy = vmalert_tests.vmalert_rule_file(replayed)

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import conventions, promql
-from .build import baselines
+from .builders import baselines
 from .fields import format_duration
 from .output import Rule, RuleFile, RuleGroup, RuleSet
 from .render.prometheus import render_rule_file

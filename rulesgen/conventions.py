@@ -55,7 +55,7 @@ def limit_record(key: str) -> str:
 MODEL_GPUS = "model:dcgm_gpus:count"
 
 
-# Baseline records (rulesgen/build/baselines.py): one series per GPU and `signal` label.
+# Baseline records (rulesgen/builders/baselines.py): one series per GPU and `signal` label.
 BASELINE_SHORT = "30m"  # the "now" of a baseline: a median (or rate) over this window
 BASELINE_VALUE = f"gpu:dcgm_baseline:value_{BASELINE_SHORT}"
 BASELINE_HOURLY = f"{BASELINE_VALUE}_hourly"

@@ -13,7 +13,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build.promtool_tests import listing_test
+from .builders.promtool_tests import listing_test
 from .fields import format_duration
 from .model import Catalog
 from .replay import _got_series, _run, group_order

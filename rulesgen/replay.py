@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from .build.promtool_tests import listing_test, per_mode_test, timing_test
+from .builders.promtool_tests import listing_test, per_mode_test, timing_test
 from .render.yamltext import dump
 from .scenarios import Scenario
 from .tools import find_tool

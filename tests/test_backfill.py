@@ -144,7 +144,7 @@ def check_history(points, query, end: int) -> None:
     assert {g: [v for _, v in s] for g, s in count.items()} == {str(g): [24] for g in range(GPUS)}
     assert {g: [v for _, v in s] for g, s in total.items()} == {
         str(g): [sum(expected_hourly(g, h) for h in hours)] for g in range(GPUS)}
-    from rulesgen.build.baselines import history_mean_expr
+    from rulesgen.builders.baselines import history_mean_expr
     from rulesgen.settings import BaselineSettings, Settings
     sums = points(f'{conventions.BASELINE_DAILY_SUM}{{signal="gpu_temp",gpu="0"}}', end - 14 * DAY, after)["0"]
     counts = points(f'{conventions.BASELINE_DAILY_COUNT}{{signal="gpu_temp",gpu="0"}}', end - 14 * DAY, after)["0"]

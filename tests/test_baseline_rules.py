@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from rulesgen import artifacts, conventions
-from rulesgen.build import baselines
+from rulesgen.builders import baselines
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.settings import Settings
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, run_cli, run_promtool_tests
 from rulesgen import artifacts as arts
 from rulesgen import dialects
-from rulesgen.build.promtool_tests import scenario_test
+from rulesgen.builders.promtool_tests import scenario_test
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
 from rulesgen.render.yamltext import dump

@@ -89,7 +89,7 @@ def test_unbalanced_promql_and_unknown_template_reference(minimal_catalog, tmp_p
 
 
 def test_unknown_recording_rule_reference(minimal_catalog):
-    from rulesgen.build.rules import build_rules
+    from rulesgen.builders.rules import build_rules
     from rulesgen.settings import Settings
     fm = minimal_catalog / "failure_modes.yaml"
     edit(fm, "expr: gpu:dcgm_gpu_temp:max >", "expr: gpu:dcgm_gpu_tmp:max >")

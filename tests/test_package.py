@@ -20,7 +20,7 @@ pytestmark = pytest.mark.engines
 # What the build reads; copied so that no build/ or egg-info lands in the checkout (nor stale files in the wheel).
 BUILD_INPUTS = ("pyproject.toml", "README.md", "MANIFEST.in", "LICENSE", "LICENSE.txt", "setup.cfg", "setup.py")
 SOURCE_DIRS = ("rulesgen", "catalog")
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")  # not "build": rulesgen/build is a package
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def _run(cmd, cwd, env=None, timeout=300):

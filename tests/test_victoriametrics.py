@@ -1,6 +1,6 @@
 """The rendered rules proven on VictoriaMetrics: the scenarios' tests/vmalert/ files pass
 `vmalert-tool unittest` (MetricsQL and vmalert's rule evaluation in one process, no server to run),
-judged by the same expectations as tests/promtool/. rulesgen/build/vmalert_tests.py builds the files;
+judged by the same expectations as tests/promtool/. rulesgen/builders/vmalert_tests.py builds the files;
 docs/victoriametrics.md explains the format decisions and the engine differences.
 
 vmalert-tool costs about three times promtool's CPU per scenario (docs/victoriametrics.md, section 4):
@@ -21,8 +21,8 @@ import yaml
 
 from conftest import ROOT, tool
 from rulesgen.artifacts import DASHBOARD_ONLY, load_inputs
-from rulesgen.build import promtool_tests, vmalert_tests
-from rulesgen.build.rules import build_rules
+from rulesgen.builders import promtool_tests, vmalert_tests
+from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.output import Rule
 from rulesgen.render.prometheus import render_rule_file, rule_dict

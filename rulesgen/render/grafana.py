@@ -11,7 +11,7 @@ import json
 
 from grafanalib._gen import DashboardEncoder
 
-from ..build.dashboards import GENERATED_NOTE, GENERATED_TAG, SCHEMA_VERSION, DashboardFile, folder_uid
+from ..builders.dashboards import GENERATED_NOTE, GENERATED_TAG, SCHEMA_VERSION, DashboardFile, folder_uid
 from ..output import Artifact
 from ..settings import Settings
 from .yamltext import dump, header

@@ -82,7 +82,7 @@ def vmalert_rule_file(files: Sequence[RuleFile], path: str = RULES_FILE) -> Rule
                    for lv in sorted(set(levels)))
     return RuleFile(path, groups, description=(
         "vmalert-tool copy of the replayed rule files for tests/vmalert/: one group per dependency level, "
-        "no `interval:` (rulesgen/build/vmalert_tests.py says why)."))
+        "no `interval:` (rulesgen/builders/vmalert_tests.py says why)."))
 
 
 def relative_first_firing(s: Scenario, matchers: dict[str, str]) -> str:
