@@ -54,8 +54,13 @@ class Span:
 
 
 def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
-    """The hourly-points file and the daily-sums file, from the rendered rules."""
-    recorded = {r.record: r.expr for r in rules.rules if r.record}
+    """The hourly-points file and the daily-sums file, from the rendered rules. The baseline value's
+    first rule only: signals that read the peers' medians (recorded by a second rule) learn their
+    history live."""
+    recorded: dict[str, str] = {}
+    for r in rules.rules:
+        if r.record:
+            recorded.setdefault(r.record, r.expr)
     if conventions.BASELINE_VALUE not in recorded:
         raise BackfillError("no baseline rules rendered (is baseline_deviation disabled?): nothing to backfill")
     live = {k: v for k, v in recorded.items() if k not in conventions.BASELINE_RECORDS}

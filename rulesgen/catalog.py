@@ -313,12 +313,19 @@ def _baselines(doc, errors, known_metrics):
             busy_only=bool(f.bool("busy_only", required=True)),
             direction=f.str("direction", required=True, choices=BASELINE_DIRECTIONS) or "up",
             alert=bool(f.bool("alert", required=True)), floor=limits["floor"], min_delta=limits["min_delta"],
-            same_load=same_load, peers=bool(f.bool("peers", default=True)), where=f.at("value")))
+            same_load=same_load, peers=bool(f.bool("peers", default=True)),
+            reads_peers=bool(f.bool("reads_peers", default=False)), alert_signal=f.str("alert_signal"),
+            where=f.at("value")))
+        if out[-1].alert_signal is not None:
+            guards.append((name, out[-1].alert_signal, f.at("alert_signal")))
+        if out[-1].reads_peers and out[-1].peers:
+            errors.add(f.at("reads_peers"), "bad-value",
+                       f"baseline {name}: a signal that reads its peers is compared with its own history only (set peers: false)")
         f.done()
     by_name = {b.signal: b for b in out}
     for name, guard, where in guards:
         if guard not in by_name:
-            errors.add(where, "unknown-signal", f"baseline {name}: same_load names unknown baseline signal {guard!r}{did_you_mean(guard, list(by_name))}")
+            errors.add(where, "unknown-signal", f"baseline {name}: names unknown baseline signal {guard!r}{did_you_mean(guard, list(by_name))}")
         elif guard == name:
-            errors.add(where, "bad-value", f"baseline {name}: same_load cannot name the signal itself")
+            errors.add(where, "bad-value", f"baseline {name}: same_load and alert_signal cannot name the signal itself")
     return out

@@ -37,6 +37,7 @@ def alert_group(group: str) -> str:
 # Baseline recording rules and their alert share one group: rules inside a group run in order, so
 # the alert reads this evaluation's values whatever order an evaluator gives groups.
 BASELINE_GROUP = f"{GROUP_PREFIX}-baselines"
+BASELINE_HISTORY_GROUP = f"{GROUP_PREFIX}-baseline-history"
 
 
 def rule_file(kind: str) -> str:

@@ -17,6 +17,11 @@ WORKLOAD_LABELS = ("pod", "namespace", "container", "exported_pod", "exported_na
 _RATE = re.compile(r"\b(rate|irate|increase|deriv|delta|idelta)\s*\(\s*([^\[\(\)]*?)\[(\w+)\]")
 _RANGE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^{}]*\})?\s*\[(\w+)\]")
 _BY = re.compile(r"\b(by|without)\s*\(([^)]*)\)")
+_READ = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^{}]*\})?(\s*\[)?")
+# vmalert asks its datasource with step = -datasource.queryStep (5m by default), which is also the
+# lookback of an instant selector: a record written every 5 minutes or less often is missed by an
+# instant selector whenever its newest point is one interval old (always, for the hourly history).
+SLOW_INTERVAL = 300
 
 
 @dataclass(frozen=True, order=True)
@@ -32,19 +37,26 @@ class Finding:
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600) -> list[Finding]:
     findings: list[Finding] = []
+    docs = []
     for path in paths:
         try:
-            doc = load_file(path)
+            docs.append((path, load_file(path)))
         except RulesgenError as exc:
             findings += [Finding(d.path, d.line, d.code, d.message) for d in exc.diagnostics]
-            continue
-        for group in (doc or {}).get("groups", []) if isinstance(doc, Node) else []:
-            for rule in group.get("rules", []):
-                findings += lint_rule(str(path), rule, scrape_interval, long_window)
+    groups = [(path, g) for path, doc in docs for g in ((doc or {}).get("groups", []) if isinstance(doc, Node) else [])]
+    slow = {}
+    for _, group in groups:
+        interval = parse_duration(str(group.get("interval", "1m"))) or 60
+        if interval >= SLOW_INTERVAL:
+            slow.update({str(r["record"]): interval for r in group.get("rules", []) if "record" in r})
+    for path, group in groups:
+        for rule in group.get("rules", []):
+            findings += lint_rule(str(path), rule, scrape_interval, long_window, slow)
     return sorted(findings)
 
 
-def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int) -> list[Finding]:
+def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
+              slow: dict[str, int] | None = None) -> list[Finding]:
     out = []
     name = rule.get("alert") or rule.get("record") or "?"
     expr = str(rule.get("expr", ""))
@@ -61,6 +73,10 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int) -> 
         seconds = parse_duration(window)
         if seconds is not None and seconds >= long_window and ":" not in metric:
             add("raw-long-window", f"[{window}] over raw series {metric}: downsample with a recording rule first")
+    for metric, window in _READ.findall(expr):
+        if metric in (slow or {}) and not window:
+            add("instant-slow-record", f"reads {metric} (written every {slow[metric]}s) with an instant selector: "
+                f"vmalert's 5m query step misses it; use last_over_time({metric}[{2 * slow[metric]}s])")
     if "alert" in rule:
         rule_line = where_of(rule, "alert").line
         if "for" not in rule:

@@ -131,6 +131,8 @@ class BaselineSignal:
     min_delta: Threshold
     same_load: str | None = None  # another baseline signal that must be at its usual level
     peers: bool = True  # also alert against peers (false where healthy GPUs differ by design)
+    reads_peers: bool = False  # its value reads the peer medians, so it is recorded after them
+    alert_signal: str | None = None  # the `signal` label its alerts carry (default: its own name)
     where: Where = field(compare=False, default=Where("<builtin>"))
 
 

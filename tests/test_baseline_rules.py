@@ -44,7 +44,7 @@ def steady(temp_values: str, n: int) -> list[dict]:
 
 def promtool_test(promtool: str, tmp_path: Path, rule_files: list[str], interval: str, series: list[dict], checks: list[dict]) -> None:
     # Without group_eval_order promtool 2.42 evaluates groups in random (Go map) order.
-    order = ["rulesgen-gpu-signals", "rulesgen-baselines"]
+    order = ["rulesgen-gpu-signals", conventions.BASELINE_GROUP, conventions.BASELINE_HISTORY_GROUP]
     test = {"rule_files": rule_files, "evaluation_interval": interval, "group_eval_order": order,
             "tests": [{"interval": interval, "input_series": series, "promql_expr_test": checks}]}
     path = tmp_path / "test.yaml"

@@ -139,6 +139,33 @@ groups:
     assert result.returncode == 1 and "rate-window" in result.stdout
 
 
+def test_lint_catches_instant_reads_of_slow_records(tmp_path):
+    """A record written every 5 minutes or less often, read with an instant selector: vmalert's 5m
+    query step (and Prometheus' 5m lookback for the hourly history) miss it."""
+    rules = tmp_path / "slow.yaml"
+    rules.write_text("""\
+groups:
+- name: hourly
+  interval: 1h
+  rules:
+  - record: gpu:slow:mean
+    expr: avg_over_time(gpu:fast:value[1h])
+- name: fast
+  interval: 5m
+  rules:
+  - record: gpu:fast:value
+    expr: DCGM_FI_DEV_GPU_TEMP
+  - record: gpu:fast:delta
+    expr: gpu:fast:value - gpu:slow:mean
+  - record: gpu:fast:delta_ok
+    expr: last_over_time(gpu:fast:value[10m]) - last_over_time(gpu:slow:mean[2h])
+""")
+    assert [f.code + " " + f.message.split(" (")[0] for f in lint_files([rules])] == [
+        "instant-slow-record gpu:fast:delta: reads gpu:fast:value",
+        "instant-slow-record gpu:fast:delta: reads gpu:slow:mean",
+    ]
+
+
 def test_counters_enable_what_the_rules_read(rendered, tmp_path):
     csv = (rendered / "exporter" / "dcgm-counters.csv").read_text()
     for field in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",

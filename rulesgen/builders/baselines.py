@@ -10,6 +10,7 @@ same recording rules (label `signal`), so the evaluation cost grows with GPUs, n
 from __future__ import annotations
 
 from .. import conventions, promql
+from ..fields import format_duration
 from ..model import BaselineSignal, Catalog
 from ..output import Rule
 from ..settings import Settings
@@ -21,62 +22,79 @@ WEEK_AGO = "6d23h30m"
 # One day of hourly points. Prometheus 2.x range selectors include both ends (3.x and VictoriaMetrics
 # exclude the start); a minute short of a day holds exactly 24 hourly points in every engine.
 DAY_OF_POINTS = "23h59m"
+# The history statistics change once a day (DESIGN section 4): their group runs hourly.
+HISTORY_INTERVAL = 3600
+HISTORY_RECORDS = frozenset({conventions.BASELINE_HOURLY, conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,
+                             conventions.BASELINE_DAILY_SUMSQ, conventions.BASELINE_HISTORY_MEAN,
+                             conventions.BASELINE_HISTORY_STDDEV})
 
 
-def recording_rules(catalog: Catalog, settings: Settings, render, t) -> list[Rule]:
-    """The six baseline recording rules; `render(template, where)` fills catalog templates,
-    `t` holds the baseline_deviation thresholds (busy_util, node_peers_min, fleet_peers_min)."""
+def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[list[Rule], list[Rule]]:
+    """The baseline recording rules: (the fast group's, the history group's). `render(template, where)`
+    fills catalog templates, `t` holds the baseline_deviation thresholds (busy_util, node_peers_min,
+    fleet_peers_min)."""
     s = settings
     gpu_id = promql.by(s.gpu_identity)
     value, hourly = conventions.BASELINE_VALUE, conventions.BASELINE_HOURLY
-    busy, always = [], []
+    busy, always, relative = [], [], []
     for b in catalog.baselines:
-        expr = render(b.value, b.where).strip()
-        (busy if b.busy_only else always).append(f'label_replace(\n{_indent(expr, 2)},\n  "signal", "{b.signal}", "", ""\n)')
+        expr = f'label_replace(\n{_indent(render(b.value, b.where).strip(), 2)},\n  "signal", "{b.signal}", "", ""\n)'
+        (relative if b.reads_peers else busy if b.busy_only else always).append(expr)
     terms = always
     if busy:
-        # One utilisation window for all busy-only signals, not one per signal.
+        # One utilisation window for all busy-only signals, not one per signal. A median: a checkpoint
+        # or validation pause shorter than half the window does not make a busy GPU idle.
         either = "\nor\n".join(busy)
         terms = [f"(\n{_indent(either, 2)}\n)\n  and on ({gpu_id}) "
-                 f"avg_over_time(gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
-    rules = [
-        Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None),
-        Rule(record=hourly, expr=_once_per(value, hourly, "hour", s)),
-    ]
+                 f"quantile_over_time(0.5, gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
+    fast = [Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None)]
+    # Signals that read the peers' medians are recorded under the same name after them, so the peer
+    # statistics leave them out.
+    own = recent(value, s, f"signal!~\"{'|'.join(b.signal for b in catalog.baselines if b.reads_peers)}\"" if relative else "")
+    for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
+                                   ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
+        by = promql.by(labels)
+        median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
+        fast.append(Rule(record=median, expr=(
+            f"quantile by ({by}) (0.5, {own})\n"
+            f"  and on ({by}) count by ({by}) ({own}) >= {minimum}")))
+        fast.append(Rule(record=mad, expr=(
+            f"quantile by ({by}) (0.5,\n"
+            f"  abs({own} - on ({by}) group_left () {recent(median, s)})\n)")))
+    if relative:
+        fast.append(Rule(record=value, expr="\nor\n".join(relative)))
+    history = [Rule(record=hourly, expr=_once_per(recent(value, s), hourly, "hour"))]
     # Daily sums of the hourly points: the long-window mean and stddev add up 14 of these per GPU and
-    # signal instead of reading 336 hourly points at every evaluation (exact: population variance).
+    # signal instead of reading 336 hourly points (exact: population variance).
     day = f"{hourly}[{DAY_OF_POINTS}]"
     for record, expr in ((conventions.BASELINE_DAILY_COUNT, f"count_over_time({day})"),
                          (conventions.BASELINE_DAILY_SUM, f"sum_over_time({day})"),
                          (conventions.BASELINE_DAILY_SUMSQ,
                           f"count_over_time({day}) * (stdvar_over_time({day}) + avg_over_time({day}) ^ 2)")):
-        rules.append(Rule(record=record, expr=_once_per(expr, record, "day", s)))
-    # The history itself, once per evaluation from 14 daily points: the alert and the dashboards
-    # read two instant series instead of repeating the window sums in every term.
-    rules.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s)))
-    rules.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
-    for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
-                                   ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
-        by = promql.by(labels)
-        median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
-        rules.append(Rule(record=median, expr=(
-            f"quantile by ({by}) (0.5, {value})\n"
-            f"  and on ({by}) count by ({by}) ({value}) >= {minimum}")))
-        rules.append(Rule(record=mad, expr=(
-            f"quantile by ({by}) (0.5,\n"
-            f"  abs({value} - on ({by}) group_left () {median})\n)")))
-    return rules
+        history.append(Rule(record=record, expr=_once_per(expr, record, "day")))
+    # The history itself, once an hour from 14 daily points; the alert and the dashboards read it
+    # with last_over_time.
+    history.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s)))
+    history.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
+    return fast, history
 
 
-def _once_per(expr: str, record: str, period: str, settings: Settings) -> str:
-    """expr, written once an hour (or a day, at midnight UTC): in the first evaluation of the period
-    (minute < the group interval) and not again while the last point is recent, so an evaluator that
-    runs more often (promtool at its test interval) still writes one point per period."""
-    gate = f"minute() < {settings.baselines.interval // 60}"
-    if period == "day":
-        gate = f"hour() == 0 and on () {gate}"
-    recent = "55m" if period == "hour" else "23h"
-    return f"(\n{_indent(expr, 2)}\n)\n  and on () {gate}\n  unless last_over_time({record}[{recent}])"
+def recent(record: str, settings: Settings, matchers: str = "") -> str:
+    """The newest point of a baseline record, read with last_over_time over two intervals of the group
+    that writes it: an instant selector misses it when the writer runs less often than the lookback
+    (the hourly history), and vmalert, whose writes reach the datasource later, would miss a record
+    written earlier in the same evaluation."""
+    interval = HISTORY_INTERVAL if record in HISTORY_RECORDS else settings.baselines.interval
+    return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * interval)}])"
+
+
+def _once_per(expr: str, record: str, period: str) -> str:
+    """expr, written once an hour (or once a day, in the hour after midnight UTC) by the hourly history
+    group; `unless` the last point is recent, so an evaluator that runs every group more often
+    (promtool and vmalert-tool at their test interval) still writes one point per period."""
+    recent_point = "55m" if period == "hour" else "23h"
+    gate = "\n  and on () hour() == 0" if period == "day" else ""
+    return f"(\n{_indent(expr, 2)}\n){gate}\n  unless last_over_time({record}[{recent_point}])"
 
 
 def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
@@ -86,19 +104,26 @@ def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
     costs an index lookup at each evaluation, so one term per group of signals sharing a "same load"
     guard, not one per signal."""
     by_name = {b.signal: b for b in catalog.baselines}
-    groups: dict[str | None, list[BaselineSignal]] = {}
+    groups: dict[tuple[str | None, bool], list[BaselineSignal]] = {}
     for b in catalog.baselines:
         if b.alert:
-            groups.setdefault(b.same_load, []).append(b)
+            groups.setdefault((b.same_load, b.reads_peers), []).append(b)
     terms = []
     for kind in ("history", "node", "fleet"):
-        for guard_name, signals in groups.items():
+        for (guard_name, reads_peers), signals in groups.items():
             if kind != "history":
                 signals = [b for b in signals if b.peers]
-            if signals:
-                guard = by_name.get(guard_name) if guard_name else None
-                term = _history_term(signals, guard, settings, t) if kind == "history" else _peer_term(signals, guard, kind, settings, t)
-                terms.append(_labelled(term, "history" if kind == "history" else f"{kind}_peers"))
+            if not signals:
+                continue
+            guard = by_name.get(guard_name) if guard_name else None
+            if kind != "history":
+                terms.append(_labelled(_peer_term(signals, guard, kind, settings, t), f"{kind}_peers"))
+                continue
+            term = _history_term(signals, guard, settings, t)
+            for b in signals:
+                if b.alert_signal:
+                    term = f'label_replace(\n  (\n{_indent(term, 4)}\n  ),\n  "signal", "{b.alert_signal}", "signal", "{b.signal}"\n)'
+            terms.append(_labelled(term, "history_vs_node" if reads_peers else "history"))
     return "\nor\n".join(terms)
 
 
@@ -121,15 +146,17 @@ def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, s
     m = _matching(signals)
     direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
     value, mean = conventions.BASELINE_VALUE, conventions.BASELINE_HISTORY_MEAN
-    delta = f"(({value}{{{m}}} - {mean}{{{m}}}) * on (signal) group_left () {direction})"
+    delta = f"(({recent(value, settings, m)} - {recent(mean, settings, m)}) * on (signal) group_left () {direction})"
     floor = _param({b.signal: b.floor.value for b in signals})
+    stddev = recent(conventions.BASELINE_HISTORY_STDDEV, settings, m)
     lines = [
-        f"{delta}\n  / {_at_least(f'{conventions.BASELINE_HISTORY_STDDEV}{{{m}}}', floor)}\n  > {t['z']}",
+        f"{delta}\n  / {_at_least(stddev, floor)}\n  > {t['z']}",
         f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
     ]
     if guard:
         g = _of(guard.signal)
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) abs({value}{{{g}}} / {mean}{{{g}}} - 1) < {t['same_load_ratio']}")
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
+                     f"abs({recent(value, settings, g)} / {recent(mean, settings, g)} - 1) < {t['same_load_ratio']}")
     return "\n".join(lines)
 
 
@@ -139,9 +166,10 @@ def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, leve
     m = _matching(signals)
     direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
     median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
-    delta = (f"(({conventions.BASELINE_VALUE}{{{m}}} - on ({on}) group_left () {median}{{{m}}})"
+    value = conventions.BASELINE_VALUE
+    delta = (f"(({recent(value, settings, m)} - on ({on}) group_left () {recent(median, settings, m)})"
              f" * on (signal) group_left () {direction})")
-    spread = _at_least(f"{MAD_TO_SIGMA} * {mad}{{{m}}}", _param({b.signal: b.floor.value for b in signals}))
+    spread = _at_least(f"{MAD_TO_SIGMA} * {recent(mad, settings, m)}", _param({b.signal: b.floor.value for b in signals}))
     lines = [
         f"{delta}\n  / on ({on}) group_left () {spread}\n  > {t['peer_z']}",
         f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
@@ -149,7 +177,7 @@ def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, leve
     if guard:
         g = _of(guard.signal)
         lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({conventions.BASELINE_VALUE}{{{g}}} / on ({promql.by(labels)}) group_left () {median}{{{g}}} - 1)"
+                     f"abs({recent(value, settings, g)} / on ({promql.by(labels)}) group_left () {recent(median, settings, g)} - 1)"
                      f" < {t['same_load_ratio']}")
     return "\n".join(lines)
 
@@ -197,8 +225,9 @@ def _stddev_record_expr(settings: Settings) -> str:
     """The stddev record, right after the mean record in the same group. Without seasonality the mean
     record is the window mean, so it is reused (an instant read instead of two 14-day window sums:
     at 800 GPUs each window sum costs ~0.3 s an evaluation); it also keeps the stddev to warm histories.
-    With weekly seasonality the mean record may be last week's hour, so the window mean is recomputed."""
-    mean = conventions.BASELINE_HISTORY_MEAN
+    With weekly seasonality the mean record may be last week's hour, so the window mean is recomputed.
+    Read with last_over_time: vmalert does not see a record written earlier in the same evaluation."""
+    mean = recent(conventions.BASELINE_HISTORY_MEAN, settings)
     if settings.baselines.seasonality == "weekly":
         return f"{history_stddev_expr('', settings)}\n  and {mean}"
     return history_stddev_expr("", settings, mean=mean)

@@ -40,6 +40,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     inactive = []
     alert_groups: dict[str, list[Rule]] = {}
     baseline_recording: list[Rule] = []
+    baseline_history: list[Rule] = []
     for fm in catalog.failure_modes:
         reason = _inactive_reason(fm, settings)
         if reason:
@@ -53,7 +54,8 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
                            f"failure mode {fm.id} needs catalog/baselines.yaml with at least one signal and the thresholds "
                            f"{', '.join(BASELINE_THRESHOLDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
                 continue
-            baseline_recording = _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics)
+            baseline_recording, baseline_history = _baseline_recording(catalog, settings, base, context, errors, recorded,
+                                                                       known_metrics)
             context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"])}
         workload_from = templates.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
@@ -70,12 +72,13 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
 
     errors.raise_if_any()
     alert_rules = [r for rules in alert_groups.values() for r in rules]
-    needed = _needed_records(recording, alert_rules + baseline_recording)
+    needed = _needed_records(recording, alert_rules + baseline_recording + baseline_history)
     files = []
     for kind, description in RULE_FILES:
-        # Every group runs at evaluation_interval but the baselines' long-window group, which runs at
-        # the baseline interval (<= 5m), recording before alerts.
+        # Every group runs at evaluation_interval but the baselines': the "now" values, peers and the
+        # alert at the baseline interval (<= 5m), the history statistics hourly.
         interval = settings.evaluation_interval
+        extra: tuple[RuleGroup, ...] = ()
         if kind == "recording":
             name, rules = conventions.recording_group("gpu"), tuple(r for r in recording if r.record in needed)
         elif kind == "aggregates":
@@ -83,10 +86,12 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         elif kind == "baselines":
             name, rules = conventions.BASELINE_GROUP, tuple(baseline_recording) + tuple(alert_groups.get(kind, []))
             interval = settings.baselines.interval
+            if baseline_history:
+                extra = (RuleGroup(conventions.BASELINE_HISTORY_GROUP, tuple(baseline_history), baselines.HISTORY_INTERVAL),)
         else:
             name, rules = conventions.alert_group(kind), tuple(alert_groups.get(kind, []))
         if rules:
-            files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval),),
+            files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval), *extra),
                                   description=description))
     return RuleSet(files=tuple(files), inactive=tuple(inactive))
 
@@ -97,7 +102,10 @@ BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peer
 
 def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> list[Rule]:
     short = conventions.BASELINE_SHORT
-    values = {**base, "short": short, "short_range": f"[{short}]"}
+    values = {**base, "short": short, "short_range": f"[{short}]", "t": context["t"],
+              "now": lambda signal: baselines.recent(conventions.BASELINE_VALUE, settings, f'signal="{signal}"'),
+              "node_median": lambda signal: baselines.recent(conventions.baseline_peers("node", "median"), settings,
+                                                             f'signal="{signal}"')}
 
     def render(template, where):
         expr = templates.render(template, values, where, errors, "baseline value")
