@@ -213,7 +213,7 @@ def push_cmd(grafana_url, folder, timeout, catalog, config):
     """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
     import json
 
-    from .builders.dashboards import folder_uid
+    from .conventions import folder_uid
     from .push import PushError, push
     token = os.environ.get("GRAFANA_TOKEN", "")
     if not token:
