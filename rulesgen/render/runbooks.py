@@ -6,7 +6,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from .. import conventions
-from ..fields import format_duration
+from ..durations import format_duration
 from ..model import Catalog
 from ..output import Artifact, RuleSet
 from ..settings import Settings

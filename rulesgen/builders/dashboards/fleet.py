@@ -16,13 +16,13 @@ def priced(ctx: Context, gpus: Callable[[str], str]) -> str:
     """Cost per hour of the GPUs gpus(matcher) counts per cluster and model: the first price pattern
     matching modelName wins, the default covers the rest (`or` keeps the first series per label set)."""
     prices = ctx.settings.dashboards
-    terms = [f'({gpus(f"modelName=~{_quoted(p)}")} * {promql.format_number(v)})' for p, v in prices.prices]
+    terms = [f'({gpus(_model_matches(p))} * {promql.format_number(v)})' for p, v in prices.prices]
     terms.append(f"({gpus('')} * {promql.format_number(prices.price_default)})")
     return "\n  or ".join(terms)
 
 
-def _quoted(regex: str) -> str:
-    return '"' + regex.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _model_matches(regex: str) -> str:
+    return f'modelName=~"{promql.escape(regex)}"'
 
 
 def _over_range(expr: str) -> str:
