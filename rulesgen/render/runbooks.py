@@ -18,6 +18,15 @@ _ENV = SandboxedEnvironment(
 )
 
 
+def table_cell(value) -> str:
+    """A Markdown table cell: a `|` (a PromQL regex a|b, |x - median|) ends the cell unless escaped,
+    even inside a code span."""
+    return str(value).replace("|", "\\|")
+
+
+_ENV.filters["cell"] = table_cell
+
+
 def runbook_path(failure_mode_id: str) -> str:
     return "runbooks/" + conventions.runbook_url("", failure_mode_id).lstrip("/")
 
