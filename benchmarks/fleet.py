@@ -53,7 +53,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from rulesgen.fields import parse_duration  # noqa: E402
+from rulesgen.durations import parse_duration  # noqa: E402
 from fleet_data import MODEL_NAME, Exporter, exporter_fields, exposition, make_fleet, write_openmetrics  # noqa: E402
 from rulesgen.processes import free_port  # noqa: E402
 from fleet_servers import PEAK_RSS, Server, log, metric_value, run_tool  # noqa: E402

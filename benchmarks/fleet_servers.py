@@ -14,9 +14,9 @@ from pathlib import Path
 import requests
 
 from rulesgen import processes
+from rulesgen.promql import label_set
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 PEAK_RSS: dict[str, int] = {}  # bytes, per server or tool name: the largest seen in this run
@@ -77,17 +77,10 @@ class Server:
 
     def wait_ready(self, timeout: float = 1800) -> float:
         """Seconds until `ready_path` answers 200 (Prometheus replays its TSDB before it is ready)."""
-        start = time.monotonic()
-        while time.monotonic() - start < timeout:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}); log:\n{self.tail()}")
-            try:
-                if requests.get(self.url + self.ready_path, timeout=2).status_code == 200:
-                    return time.monotonic() - start
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"{self.name} not ready after {timeout}s; log:\n{self.tail()}")
+        try:
+            return processes.wait_ready(self.proc, self.url + self.ready_path, timeout, poll=0.2)
+        except processes.NotReady as exc:
+            raise RuntimeError(f"{self.name}: {exc}; log:\n{self.tail()}") from None
 
     def tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
@@ -98,7 +91,7 @@ class Server:
         for line in requests.get(self.url + "/metrics", timeout=30).text.splitlines():
             m = SAMPLE.match(line)
             if m and not line.startswith("#"):
-                out.append((m[1], dict(LABEL.findall(m[2] or "")), float(m[3])))
+                out.append((m[1], label_set(m[2] or ""), float(m[3])))
         return out
 
     def query(self, expr: str, timeout: float = 300) -> list[dict]:

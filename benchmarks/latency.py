@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from rulesgen import artifacts  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
 from rulesgen.dialects import apply, parse_dialect  # noqa: E402
-from rulesgen.fields import format_duration, parse_duration  # noqa: E402
+from rulesgen.durations import format_duration, parse_duration  # noqa: E402
 from rulesgen.replay import Outcome, replay  # noqa: E402
 from rulesgen.scenarios import Scenario, load_scenarios  # noqa: E402
 

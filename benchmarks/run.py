@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from rulesgen import artifacts  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
-from rulesgen.fields import parse_duration  # noqa: E402
+from rulesgen.durations import parse_duration  # noqa: E402
 from rulesgen.replay import replay  # noqa: E402
 from rulesgen.scenarios import load_scenarios  # noqa: E402
 

@@ -17,17 +17,16 @@ day (the daily sums: one evaluation at each midnight).
 """
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
-from . import conventions, promql
+from . import conventions, processes, promql
 from .builders import baselines
-from .fields import format_duration
+from .durations import format_duration, rfc3339
 from .output import Rule, RuleFile, RuleGroup, RuleSet
 from .render.prometheus import render_rule_file
+from .victoriametrics import VictoriaMetricsError, run_vmalert
 
 HOUR, DAY = 3600, 86400
 DAILY_FILE = "backfill-daily.yaml"
@@ -48,9 +47,6 @@ class Span:
         end -= end % HOUR
         start = end - days * DAY
         return cls(start - start % DAY, end)
-
-    def rfc3339(self, t: int) -> str:
-        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
@@ -92,9 +88,9 @@ def write_files(files: list[RuleFile], directory: Path) -> list[Path]:
 
 
 def _run(cmd: list[str]) -> None:
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = processes.run(cmd)
     if result.returncode != 0:
-        raise BackfillError(f"{Path(cmd[0]).name} failed ({result.returncode}):\n{result.stderr.strip() or result.stdout.strip()}")
+        raise BackfillError(processes.failure(result))
 
 
 def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promtool: str) -> None:
@@ -104,7 +100,7 @@ def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promt
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_files(files, Path(tmp))
         _run([promtool, "tsdb", "create-blocks-from", "rules", "--url", url,
-              "--start", span.rfc3339(span.start), "--end", span.rfc3339(span.end + HOUR - 1),
+              "--start", rfc3339(span.start), "--end", rfc3339(span.end + HOUR - 1),
               "--eval-interval", f"{HOUR}s", "--output-dir", str(out_dir), *map(str, paths)])
 
 
@@ -113,7 +109,6 @@ def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, w
     to the server with remote write. One vmalert run per day of the span: one range query over 14
     days of an 800-GPU fleet ran past VictoriaMetrics' default -search.maxQueryDuration (30 s), and
     vmalert's own chunking (-replay.maxDatapointsPerQuery) writes each chunk's last point twice."""
-    from .vmreplay import VMReplayError, run_vmalert
     with tempfile.TemporaryDirectory() as tmp:
         for path in write_files(files, Path(tmp)):
             try:
@@ -122,5 +117,5 @@ def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, w
                     last = min(day + (hours - 1) * HOUR, span.end)
                     # vmalert wants timeTo > timeFrom; the extra second adds no evaluation
                     run_vmalert(url, path, day, last + 1, HOUR, vmalert, write_url=write_url, timeout=None)
-            except VMReplayError as exc:
+            except VictoriaMetricsError as exc:
                 raise BackfillError(str(exc)) from None

@@ -71,7 +71,6 @@ def _metrics(doc, errors):
             field_id=f.num("field_id", integer=True, minimum=0),
             type=f.str("type", required=True, choices=("gauge", "counter", "label")) or "gauge",
             unit=unit,
-            grafana_unit=f.str("grafana_unit", required=True) or "short",
             help=f.str("help", required=True) or "",
             profiling=bool(f.bool("profiling", required=True)),
             default_enabled=bool(f.bool("default_enabled", required=True)),
@@ -82,6 +81,8 @@ def _metrics(doc, errors):
             description=f.str("description", default="") or "",
             where=f.where,
         )
+        # Accepted for catalogs that still carry it; nothing reads it (panels take the signal's unit).
+        f.str("grafana_unit")
         f.done()
         for n in m.names:
             if n in seen:
@@ -152,7 +153,7 @@ def _signals(doc, errors, known_metrics):
             if name not in known_metrics:
                 errors.add(f.at("expr"), "unknown-metric",
                            f"signal {record}: expression names unknown metric {name!r}{did_you_mean(name, known_metrics)}")
-        out.append(Signal(record=record, level=record.split(":")[0], expr=expr, unit=f.str("unit", required=True) or "short",
+        out.append(Signal(record=record, expr=expr, unit=f.str("unit", required=True) or "short",
                           description=f.str("description", required=True) or "", metrics=used, where=f.at("expr")))
         f.done()
     return out

@@ -11,6 +11,7 @@ import click
 
 from . import artifacts as arts
 from .catalog import bundled_catalog_dir
+from .durations import rfc3339
 from .errors import RulesgenError
 from .render.counters import parse_counters
 from .replay import format_outcome, replay, run_promtool_test
@@ -213,7 +214,7 @@ def push_cmd(grafana_url, folder, timeout, catalog, config):
     """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
     import json
 
-    from .builders.dashboards import folder_uid
+    from .conventions import folder_uid
     from .push import PushError, push
     token = os.environ.get("GRAFANA_TOKEN", "")
     if not token:
@@ -392,7 +393,7 @@ def backfill_prometheus(url, days, end, catalog, config, output_dir):
     except (bf.BackfillError, ToolMissing) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    click.echo(f"baseline history {span.rfc3339(span.start)} .. {span.rfc3339(span.end)} written to {output_dir}/.\n"
+    click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
                f"Move the block directories into Prometheus' data directory (--storage.tsdb.path); it loads them "
                f"within a minute (retention must cover {(span.end - span.start) // bf.DAY} days).")
 
@@ -409,7 +410,7 @@ def backfill_victoriametrics(url, days, end, catalog, config, write_url):
     except (bf.BackfillError, ToolMissing) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    click.echo(f"baseline history {span.rfc3339(span.start)} .. {span.rfc3339(span.end)} written to {write_url or url}.")
+    click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -44,6 +44,10 @@ def rule_file(kind: str) -> str:
     return f"alerts/prometheus/{kind}.yaml"
 
 
+def dashboard_file(dashboard_id: str) -> str:
+    return f"dashboards/{dashboard_id}.json"
+
+
 LIMIT_PREFIX = "model:dcgm_limit_"
 
 
@@ -82,6 +86,11 @@ BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_HOURLY, BASELINE_DAILY_CO
 
 def stable_uid(dashboard_id: str) -> str:
     return "rg-" + hashlib.sha256(dashboard_id.encode()).hexdigest()[:12]
+
+
+def folder_uid(folder: str) -> str:
+    """The Grafana folder's uid, shared by `rulesgen push` and the provisioning provider."""
+    return stable_uid("folder:" + folder)
 
 
 def runbook_url(base: str, failure_mode_id: str) -> str:

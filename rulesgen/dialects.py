@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from .errors import Diagnostic, RulesgenError
 from .fields import did_you_mean
 from .model import Catalog
-from .scenarios import STALE, Scenario, expand, series_labels
+from .promql import escape, series_labels
+from .scenarios import STALE, Scenario, expand
 
 HOST_LABELS = ("Hostname", "hostname")
 NEW_NAMES_SINCE = "4.9.0"   # aliases of catalog/metrics.yaml exported from this dcgm-exporter version
@@ -190,7 +191,7 @@ def _metric_name(series: str) -> str:
 def _with_name(series: str, name: str, drop: tuple[str, ...] = (), add: dict[str, str] | None = None) -> str:
     labels = {k: v for k, v in series_labels(series).items() if k not in drop}
     labels.update(add or {})
-    inside = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    inside = ", ".join(f'{k}="{escape(v)}"' for k, v in labels.items())
     return f"{name}{{{inside}}}"
 
 

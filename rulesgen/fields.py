@@ -8,34 +8,9 @@ from __future__ import annotations
 import difflib
 import re
 
+from .durations import duration_seconds
 from .errors import Collector, Where
 from .yamlsource import Node, NodeList, where_of
-
-_DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$")
-
-
-def parse_duration(text: str) -> int | None:
-    """Prometheus duration (e.g. 1h30m, 90s, 0s) -> seconds; None when malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    m = _DURATION.match(text)
-    if not m or not any(m.groups()):
-        return None
-    d, h, mi, s, ms = (int(g) if g else 0 for g in m.groups())
-    if ms:
-        return None  # sub-second durations make no sense for rule files
-    return d * 86400 + h * 3600 + mi * 60 + s
-
-
-def format_duration(seconds: int) -> str:
-    if seconds == 0:
-        return "0s"
-    out = ""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if seconds >= size:
-            out += f"{seconds // size}{unit}"
-            seconds %= size
-    return out
 
 
 class Fields:
@@ -120,12 +95,11 @@ class Fields:
         value, present = self._get(key, required, default)
         if not present:
             return value
-        seconds = parse_duration(value) if isinstance(value, str) else None
-        if seconds is None:
-            self.errors.add(self.at(key), "bad-duration",
-                            f"{self.what}.{key}: {value!r} is not a duration like 30s, 5m, 1h30m")
+        try:
+            return duration_seconds(value)
+        except ValueError as exc:
+            self.errors.add(self.at(key), "bad-duration", f"{self.what}.{key}: {exc}")
             return default
-        return seconds
 
     def list(self, key, required=False):
         """Returns (items, positions); an empty list when absent or malformed."""

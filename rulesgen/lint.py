@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RulesgenError
-from .fields import parse_duration
+from .durations import parse_duration
 from .yamlsource import Node, load_file, where_of
 
 CONTRACT_LABELS = ("severity", "failure_mode", "action")

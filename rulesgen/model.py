@@ -10,15 +10,8 @@ ACTIONS = ("drain", "investigate", "optimize")
 GROUPS = ("health", "efficiency", "baselines", "fleet")
 SCOPES = ("gpu", "node", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
+# XID classes; the alerts drain only on reset, reboot and rma (builders/templates.py: xid.drain).
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
-# How an XID class maps to severity and action: drain only where NVIDIA says reset, reboot or RMA.
-XID_CLASS_SEVERITY = {
-    "application": ("info", "investigate"),
-    "investigate": ("warning", "investigate"),
-    "reset": ("critical", "drain"),
-    "reboot": ("critical", "drain"),
-    "rma": ("critical", "drain"),
-}
 
 
 @dataclass(frozen=True)
@@ -36,7 +29,6 @@ class Metric:
     name: str
     type: str  # gauge | counter | label
     unit: str
-    grafana_unit: str
     help: str
     profiling: bool
     default_enabled: bool
@@ -74,14 +66,6 @@ class Xid:
     mnemonic: str | None = None
     nvidia_action: str | None = None
 
-    @property
-    def severity(self) -> str:
-        return XID_CLASS_SEVERITY[self.xid_class][0]
-
-    @property
-    def action(self) -> str:
-        return XID_CLASS_SEVERITY[self.xid_class][1]
-
 
 @dataclass(frozen=True)
 class GpuModel:
@@ -99,7 +83,6 @@ class GpuModel:
 class Signal:
     """A recording rule from catalog/signals.yaml (expression still a template)."""
     record: str
-    level: str
     expr: str
     unit: str
     description: str

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .builders.promtool_tests import listing_test
-from .fields import format_duration
+from .durations import format_duration
 from .model import Catalog
-from .replay import _got_series, _run, group_order
-from .scenarios import STALE, Scenario, expand, series_labels
+from .promql import series_labels
+from .replay import got_series, group_order, run_test
+from .scenarios import STALE, Scenario, expand
 
 MAX_PANELS = 5
 # After the failure modes' own metrics: the physics of a busy GPU.
@@ -120,8 +121,8 @@ def spans_from_states(states: list[dict[str, str]], step: int) -> list[Span]:
 def alert_spans(scenario: Scenario, rule_paths: list[Path]) -> list[Span]:
     rule_files = [str(p.resolve()) for p in rule_paths]
     with tempfile.TemporaryDirectory(prefix="rulesgen-plot-") as tmp:
-        output = _run(alert_states_test(scenario, rule_files, group_order(rule_paths)), Path(tmp), "states")
-    return spans_from_states(_got_series(output), scenario.evaluation_interval)
+        output = run_test(alert_states_test(scenario, rule_files, group_order(rule_paths)), Path(tmp), "states")
+    return spans_from_states(got_series(output), scenario.evaluation_interval)
 
 
 def plot_data(scenario: Scenario, rule_paths: list[Path], catalog: Catalog, host_label: str) -> PlotData:

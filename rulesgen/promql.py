@@ -43,6 +43,35 @@ def with_host(expr: str, host: str, sources: tuple[str, ...]) -> str:
     return expr
 
 
+_LABEL_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+_ESCAPED = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def escape(value: str) -> str:
+    """A label value or regex as the inside of a double-quoted PromQL string."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _unescape(value: str) -> str:
+    """The inverse of escape, and of Go's strconv.Quote that promtool prints label values with."""
+    def one(m: re.Match) -> str:
+        code = m.group(1)
+        return chr(int(code[1:], 16)) if len(code) > 1 else _ESCAPED.get(code, code)
+    return _ESCAPE.sub(one, value)
+
+
+def label_set(text: str) -> dict[str, str]:
+    """`a="b", c="d"` (the inside of a series' braces, as PromQL, promtool and the exposition format
+    write it) -> {"a": "b", "c": "d"}, values unescaped."""
+    return {k: _unescape(v) for k, v in _LABEL_PAIR.findall(text)}
+
+
+def series_labels(series: str) -> dict[str, str]:
+    """The labels of `name{a="b", ...}` (promtool's input_series notation), without the name."""
+    return label_set(series[series.index("{") + 1: series.rindex("}")] if "{" in series else "")
+
+
 def format_number(value: float) -> str:
     if float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))

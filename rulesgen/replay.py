@@ -3,21 +3,21 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from . import processes
 from .builders.promtool_tests import listing_test, per_mode_test, timing_test
+from .promql import label_set
 from .render.yamltext import dump
 from .scenarios import Scenario
 from .tools import find_tool
 
 _GOT = re.compile(r"^\s*got:\s*(.*)$")
 _SERIES = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
-_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 @dataclass(frozen=True)
@@ -52,19 +52,19 @@ def promtool_env() -> dict[str, str]:
 
 
 def run_promtool_test(files: list[Path], cwd: Path | None = None, timeout: int = 600) -> tuple[int, str]:
-    proc = subprocess.run([find_tool("promtool"), "test", "rules", *map(str, files)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, env=promtool_env())
+    proc = processes.run([find_tool("promtool"), "test", "rules", *files], cwd=cwd, timeout=timeout, env=promtool_env())
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def _got_series(output: str) -> list[dict[str, str]]:
+def got_series(output: str) -> list[dict[str, str]]:
+    """The label sets in promtool's `got:` lines (the answers of failed promql_expr_tests)."""
     out = []
     for line in output.splitlines():
         m = _GOT.match(line)
         if not m:
             continue
         for body in _SERIES.findall(m.group(1)):
-            out.append({k: bytes(v, "utf-8").decode("unicode_escape") for k, v in _PAIR.findall(body)})
+            out.append(label_set(body))
     return out
 
 
@@ -73,7 +73,9 @@ def group_order(rule_paths: list[Path]) -> list[str]:
     return [g["name"] for p in rule_paths for g in (yaml.safe_load(p.read_text()) or {}).get("groups") or []]
 
 
-def _run(doc: dict, workdir: Path, name: str) -> str:
+def run_test(doc: dict, workdir: Path, name: str) -> str:
+    """promtool's output for one test document, written to workdir/name.yaml; failed tests are
+    answers (their `got:` lines), any other error raises."""
     path = workdir / f"{name}.yaml"
     path.write_text(dump(doc))
     rc, output = run_promtool_test([path], cwd=workdir)
@@ -90,19 +92,19 @@ def replay(scenario: Scenario, rule_paths: list[Path], failure_modes: list[str])
     order = group_order(rule_paths)
     with tempfile.TemporaryDirectory(prefix="rulesgen-replay-") as tmp:
         work = Path(tmp)
-        output = _run(per_mode_test(scenario, rule_files, order, failure_modes), work, "modes")
+        output = run_test(per_mode_test(scenario, rule_files, order, failure_modes), work, "modes")
         if "err:" not in output:
             fired = [Fired(tuple(sorted((k, v) for k, v in labels.items() if k not in ("alertstate", "first_firing"))),
-                           int(float(labels["first_firing"]))) for labels in _got_series(output)]
+                           int(float(labels["first_firing"]))) for labels in got_series(output)]
             return judge(scenario, fired)
-        listed = _got_series(_run(listing_test(scenario, rule_files, order), work, "list"))
+        listed = got_series(run_test(listing_test(scenario, rule_files, order), work, "list"))
         fired = []
         if listed:
             doc = timing_test(scenario, rule_files, order, listed)
             # Tag each query with its index so answers map back to series whatever order promtool prints.
             for i, test in enumerate(doc["tests"][0]["promql_expr_test"]):
                 test["expr"] = f'label_replace({test["expr"]}, "series_index", "{i}", "", "")'
-            for answer in _got_series(_run(doc, work, "timing")):
+            for answer in got_series(run_test(doc, work, "timing")):
                 i = int(answer["series_index"])
                 fired.append(Fired(tuple(sorted((k, v) for k, v in listed[i].items() if k != "alertstate")),
                                    int(float(answer["first_firing"]))))

@@ -10,7 +10,6 @@ from .fields import Fields, did_you_mean
 from .yamlsource import load_file
 
 _SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*$", re.S)
-_LABEL_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
 STALE = object()  # a promtool `stale` slot
@@ -74,11 +73,6 @@ class Scenario:
     @property
     def is_normal(self) -> bool:
         return not self.expect
-
-
-def series_labels(series: str) -> dict[str, str]:
-    inside = series[series.index("{") + 1: series.rindex("}")] if "{" in series else ""
-    return {k: v for k, v in _LABEL_PAIR.findall(inside)}
 
 
 def load_scenarios(paths: list[Path], failure_modes: list[str], known_metrics: set[str] | None = None) -> list[Scenario]:

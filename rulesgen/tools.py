@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
+
+from . import processes
 
 INSTALL_HINT = ("run `make tools` (downloads Debian's promtool, prometheus and victoria-metrics packages into "
                 ".tools/), or put Prometheus 3.5 and VictoriaMetrics 1.145 on PATH "
@@ -55,7 +56,7 @@ def tool_version(name: str) -> str:
                 if len(fields) >= 3 and fields[0] == name:
                     return fields[2]
     flag = "-version" if Path(name).name in ("victoria-metrics", "vmalert", "vmalert-tool") else "--version"
-    result = subprocess.run([path, flag], capture_output=True, text=True, timeout=60)
+    result = processes.run([path, flag], timeout=60)
     m = re.search(r"(?:version |-v)(\d+\.\d+\.\d+\S*)", result.stdout + result.stderr)
     if not m:
         raise ToolMissing(f"{name} ({path}) does not say its version")

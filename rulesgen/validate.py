@@ -3,10 +3,10 @@ problem mapped back to the catalog line the rule came from."""
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 
+from . import processes
 from .errors import Diagnostic
 from .output import RuleSet
 from .render.prometheus import render_rule_file
@@ -22,7 +22,7 @@ def promtool_problems(rules: RuleSet, promtool: str) -> list[Diagnostic]:
             path = Path(tmp, Path(f.path).name)
             path.write_text(render_rule_file(f))
             paths.append(str(path))
-        proc = subprocess.run([promtool, "check", "rules", *paths], capture_output=True, text=True, timeout=120)
+        proc = processes.run([promtool, "check", "rules", *paths], timeout=120)
     if proc.returncode == 0:
         return []
     problems = []

@@ -10,23 +10,20 @@ within an hour and steps every hour, so the 30-minute median at a whole hour is 
 value, and a day's sums follow."""
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from rulesgen import conventions
+from servers import Prometheus, VictoriaMetrics
+
+from rulesgen import conventions, processes, promql
 from rulesgen.backfill import DAY, HOUR
-from rulesgen import processes
 from rulesgen.settings import Settings
 from rulesgen.tools import ToolMissing, find_tool
-from rulesgen.vmreplay import VictoriaMetrics
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS = 4
@@ -75,40 +72,6 @@ def openmetrics(start: int, end: int) -> str:
         lines.append(f"# TYPE {name} gauge")
         lines += [f"{name}{{{labels}}} {value(t)} {t}" for t in range(start, end, STEP)]
     return "\n".join(lines) + "\n# EOF\n"
-
-
-class Prometheus:
-    """prometheus on 127.0.0.1 with a given data dir and no scrape jobs."""
-
-    def __init__(self, data: Path):
-        self.data, self.port = data, processes.free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = None
-
-    def __enter__(self):
-        config = self.data.parent / "prometheus.yml"
-        config.write_text("global: {scrape_interval: 1m}\n")
-        self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.data}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=30d"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(self.url + "/-/ready", timeout=2)
-                return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("prometheus exited:\n" + self.proc.stderr.read()[-2000:])
-                time.sleep(0.3)
-        raise RuntimeError("prometheus not ready after 60 s")
-
-    def __exit__(self, *exc):
-        processes.stop(self.proc, timeout=20)
-
-    def query(self, expr: str, at: int) -> list[dict]:
-        qs = urllib.parse.urlencode({"query": expr, "time": str(at)})
-        return json.loads(urllib.request.urlopen(f"{self.url}/api/v1/query?{qs}", timeout=60).read())["data"]["result"]
 
 
 def span():
@@ -162,7 +125,7 @@ def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path):
     subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)],
                    check=True, capture_output=True)
     blocks = tmp_path / "blocks"
-    with Prometheus(data) as prom:
+    with Prometheus(PROMETHEUS, data) as prom:
         result = run_cli("backfill", "prometheus", "--url", prom.url, "--days", str(DAYS - 1), "--end", str(end),
                          "--output-dir", str(blocks))
         assert result.returncode == 0, result.stderr
@@ -172,7 +135,7 @@ def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path):
     assert written, "promtool wrote no blocks"
     for b in written:
         shutil.move(str(b), data / b.name)
-    with Prometheus(data) as prom:
+    with Prometheus(PROMETHEUS, data) as prom:
         def points(selector, start, stop):
             result = prom.query(f"{selector}[{stop - start + 1}s]", stop)
             return {r["metric"]["gpu"]: [(round(float(t)), float(v)) for t, v in r["values"]] for r in result}
@@ -183,9 +146,7 @@ def test_backfill_victoriametrics_writes_through_vmalert_replay(tmp_path):
     start, end = span()
     series = []
     for name, labels, value in raw_series(start, end):
-        d = dict(kv.split("=", 1) for kv in labels.split(","))
-        d = {k: v.strip('"') for k, v in d.items()}
-        series.append(({"__name__": name, **d}, [(t * 1000, float(value(t))) for t in range(start, end, STEP)]))
+        series.append(({"__name__": name, **promql.label_set(labels)}, [(t * 1000, float(value(t))) for t in range(start, end, STEP)]))
     with VictoriaMetrics() as vm:
         vm.import_samples(series)
         vm.flush()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, run_cli, tool
+from conftest import run_cli, tool
 from rulesgen.lint import lint_files
 
 
@@ -92,6 +92,27 @@ def test_every_runbook_url_resolves_to_a_runbook(rendered):
                     assert page.exists(), r["alert"]
                     text = page.read_text()
                     assert r["alert"] in text and "## What to do" in text and "```promql" in text
+
+
+def test_every_runbook_table_row_has_its_header_cells(rendered):
+    """A `|` in a cell (a PromQL regex a|b, |x - median|) must be escaped, even inside a code span,
+    or the row gets more cells than its header."""
+    import re
+
+    def cells(line: str) -> int:
+        return len(re.split(r"(?<!\\)\|", line.strip().strip("|")))
+
+    pages = sorted((rendered / "runbooks").glob("*.md"))
+    assert pages
+    for page in pages:
+        header = None
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if not line.startswith("|"):
+                header = None
+            elif header is None:
+                header = cells(line)
+            else:
+                assert cells(line) == header, f"{page.name}:{number}: {cells(line)} cells, header has {header}: {line}"
 
 
 def test_runbook_template_is_strict(tmp_path):

@@ -12,8 +12,9 @@ from rulesgen import dialects
 from rulesgen.builders.promtool_tests import scenario_test
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
+from rulesgen.promql import series_labels
 from rulesgen.render.yamltext import dump
-from rulesgen.scenarios import STALE, Scenario, expand, load_scenario, series_labels
+from rulesgen.scenarios import STALE, Scenario, expand, load_scenario
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 

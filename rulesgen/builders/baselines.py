@@ -10,7 +10,7 @@ same recording rules (label `signal`), so the evaluation cost grows with GPUs, n
 from __future__ import annotations
 
 from .. import conventions, promql
-from ..fields import format_duration
+from ..durations import format_duration
 from ..model import BaselineSignal, Catalog
 from ..output import Rule
 from ..settings import Settings
@@ -84,8 +84,9 @@ def recent(record: str, settings: Settings, matchers: str = "") -> str:
     that writes it: an instant selector misses it when the writer runs less often than the lookback
     (the hourly history), and vmalert, whose writes reach the datasource later, would miss a record
     written earlier in the same evaluation."""
-    interval = HISTORY_INTERVAL if record in HISTORY_RECORDS else settings.baselines.interval
-    return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * interval)}])"
+    if record in HISTORY_RECORDS:
+        return history_read(record, matchers)
+    return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * settings.baselines.interval)}])"
 
 
 def _once_per(expr: str, record: str, period: str) -> str:
@@ -252,13 +253,18 @@ def _days_present(matchers: str, settings: Settings) -> str:
 def history_delta(b: BaselineSignal) -> str:
     """How far the last 30 minutes are from the GPU's history mean, positive in the harmful direction."""
     now = _sel(conventions.BASELINE_VALUE, b.signal)
-    mean = _sel(conventions.BASELINE_HISTORY_MEAN, b.signal)
+    mean = history_read(conventions.BASELINE_HISTORY_MEAN, _of(b.signal))
     return f"({now} - {mean})" if b.direction == "up" else f"({mean} - {now})"
 
 
 def history_z(b: BaselineSignal) -> str:
-    spread = f"clamp_min({_sel(conventions.BASELINE_HISTORY_STDDEV, b.signal)}, {promql.format_number(b.floor.value)})"
+    spread = f"clamp_min({history_read(conventions.BASELINE_HISTORY_STDDEV, _of(b.signal))}, {promql.format_number(b.floor.value)})"
     return f"{history_delta(b)}\n  / {spread}"
+
+
+def history_read(record: str, matchers: str = "") -> str:
+    """A history record (written hourly) for an instant or range query: its newest point."""
+    return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * HISTORY_INTERVAL)}])"
 
 
 def _peer_labels(level: str, settings: Settings) -> tuple[str, ...]:

@@ -7,17 +7,14 @@ timestamp(ALERTS), filtered to few series so that promtool's 10,000-sample limit
 """
 from __future__ import annotations
 
-from ..fields import format_duration
+from ..durations import format_duration
+from ..promql import escape
 from ..scenarios import Expectation, Scenario
 
 
 def firing(matchers: dict[str, str]) -> str:
-    parts = ['alertstate="firing"'] + [f'{k}="{_q(v)}"' for k, v in sorted(matchers.items())]
+    parts = ['alertstate="firing"'] + [f'{k}="{escape(v)}"' for k, v in sorted(matchers.items())]
     return "ALERTS{" + ", ".join(parts) + "}"
-
-
-def _q(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def replay_range(s: Scenario) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..fields import format_duration
+from ..durations import format_duration
 from ..output import Rule, RuleFile, RuleGroup
 from ..scenarios import Expectation, Scenario
 from .promtool_tests import document, expectation_expr, first_firing_expr, unexpected_expr

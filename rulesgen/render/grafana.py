@@ -11,8 +11,8 @@ import json
 
 from grafanalib._gen import DashboardEncoder
 
-from ..builders.dashboards import GENERATED_NOTE, GENERATED_TAG, SCHEMA_VERSION, DashboardFile, folder_uid
-from ..output import Artifact
+from ..conventions import folder_uid
+from ..output import DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, Artifact, DashboardFile
 from ..settings import Settings
 from .yamltext import dump, header
 
@@ -57,14 +57,14 @@ def _clean_variable(variable: dict) -> dict:
 
 
 def dashboard_dict(d: DashboardFile) -> dict:
-    """The dashboard as Grafana's current schema describes it (schemaVersion SCHEMA_VERSION)."""
+    """The dashboard as Grafana's current schema describes it (schemaVersion DASHBOARD_SCHEMA_VERSION)."""
     data = json.loads(json.dumps(d.dashboard.to_json_data(), cls=DashboardEncoder))
     for key in LEGACY_ROOT:
         data.pop(key, None)
     data["panels"] = [_clean_panel(p) for p in data["panels"]]
     data["templating"]["list"] = [_clean_variable(v) for v in data["templating"]["list"]]
     data = _drop_nulls(data)
-    data.update(id=None, schemaVersion=SCHEMA_VERSION)
+    data.update(id=None, schemaVersion=DASHBOARD_SCHEMA_VERSION)
     return data
 
 
@@ -82,8 +82,8 @@ def is_generated_dashboard(text: str) -> bool:
         data = json.loads(text)
     except ValueError:
         return False
-    return (isinstance(data, dict) and GENERATED_TAG in data.get("tags", [])
-            and GENERATED_NOTE in str(data.get("description", "")))
+    return (isinstance(data, dict) and DASHBOARD_GENERATED_TAG in data.get("tags", [])
+            and DASHBOARD_GENERATED_NOTE in str(data.get("description", "")))
 
 
 def provider_artifact(settings: Settings) -> Artifact:

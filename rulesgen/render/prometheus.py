@@ -1,7 +1,7 @@
 """RuleFile -> Prometheus rule file text (plain `groups:` format, loadable by promtool and vmalert)."""
 from __future__ import annotations
 
-from ..fields import format_duration
+from ..durations import format_duration
 from ..output import Rule, RuleFile
 from .yamltext import dump, header
 

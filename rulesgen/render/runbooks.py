@@ -6,7 +6,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from .. import conventions
-from ..fields import format_duration
+from ..durations import format_duration
 from ..model import Catalog
 from ..output import Artifact, RuleSet
 from ..settings import Settings
@@ -16,6 +16,15 @@ _ENV = SandboxedEnvironment(
     undefined=jinja2.StrictUndefined, autoescape=False, trim_blocks=True, lstrip_blocks=True,
     keep_trailing_newline=True,
 )
+
+
+def table_cell(value) -> str:
+    """A Markdown table cell: a `|` (a PromQL regex a|b, |x - median|) ends the cell unless escaped,
+    even inside a code span."""
+    return str(value).replace("|", "\\|")
+
+
+_ENV.filters["cell"] = table_cell
 
 
 def runbook_path(failure_mode_id: str) -> str:

@@ -1,0 +1,83 @@
+"""The GPU Baselines dashboard's own panels (one per baseline signal) and the baseline_deviation
+row: each GPU against its own history and against its same-model peers on the node."""
+from __future__ import annotations
+
+from grafanalib.core import Panel
+
+from ... import conventions, promql
+from ...model import FailureMode
+from .. import baselines as baseline_rules
+from .context import Context
+from .panels import runbook_link, target, threshold_steps, time_series
+from .prose import describe, humanize, one_line
+
+
+def baseline_panels(ctx: Context) -> list[Panel]:
+    """One panel per baseline signal: the GPU's last 30 minutes against its history band and its
+    node peers' median (catalog/baselines.yaml)."""
+    fm = ctx.mode("baseline_deviation")
+    if fm is None:
+        return []
+    z = ctx.threshold("baseline_deviation", "z", 3.0)
+    window = f"{ctx.settings.baselines.window // 86400}d"
+    node = ctx.variables.matchers(("cluster", "host"))
+    panels = []
+    for b in ctx.catalog.baselines:
+        now = ctx.gpu_series(conventions.BASELINE_VALUE, f'signal="{b.signal}"')
+        # written hourly: read with last_over_time, or the band is a dot an hour
+        mean = baseline_rules.history_read(conventions.BASELINE_HISTORY_MEAN,
+                                           ctx.gpu_matchers(f'signal="{b.signal}"'))
+        stddev = baseline_rules.history_read(conventions.BASELINE_HISTORY_STDDEV,
+                                             ctx.gpu_matchers(f'signal="{b.signal}"'))
+        spread = f"clamp_min({stddev}, {promql.format_number(b.floor.value)})"
+        sign = "+" if b.direction == "up" else "-"
+        targets = [
+            target(ctx.selected_gpus(now), ctx.legend("gpu")),
+            target(ctx.selected_gpus(mean), ctx.legend("gpu") + " history mean", "B"),
+            target(f'{conventions.baseline_peers("node", "median")}{{{node}, signal="{b.signal}"}}',
+                   f"{{{{{ctx.settings.host_label}}}}} {{{{modelName}}}} node peers median", "C"),
+        ]
+        edge = ""
+        if b.alert:
+            targets.append(target(ctx.selected_gpus(f"{mean} {sign} {promql.format_number(z)} * {spread}"),
+                                  ctx.legend("gpu") + " alert edge", "D"))
+            edge = (f" Dashed: the history mean and the alert edge, mean {sign} {promql.format_number(z)} x stddev "
+                    f"(at least {promql.format_number(b.floor.value)}).")
+        busy = " Busy windows only (GPU_UTIL >= 80%)." if b.busy_only else ""
+        desc = describe(
+            f"{one_line(b.description)} Last 30 minutes (gpu:dcgm_baseline:value_30m), the mean of the GPU's "
+            f"hourly history over {window}, and the median of its busy same-model peers on the node.{busy}{edge}",
+            "the GPU close to its history mean and its peers.",
+            "; ".join(fm.runbook.act) if b.alert else "power is the 'same load' guard of the other signals; no alert.")
+        panels.append(time_series(f"{humanize(b.signal)}: now, history and peers", desc, b.unit, targets,
+                                  runbook_link(ctx, fm), dashed_refs=("B", "D")))
+    return panels
+
+
+def baseline_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
+    """The baseline_deviation row: z against the GPU's own history, then robust z against its node
+    peers, one series per GPU and alerting signal (positive = the harmful direction)."""
+    z = ctx.threshold("baseline_deviation", "z", 3.0)
+    peer = ctx.threshold("baseline_deviation", "peer_z", 4.0)
+    alerting = [b for b in ctx.catalog.baselines if b.alert]
+    legend = ctx.legend("gpu") + " {{signal}}"
+    history = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.history_z(b)), "gpu")), legend,
+                      chr(ord("A") + i)) for i, b in enumerate(alerting)]
+    peers = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.peer_z(b, "node", ctx.settings)), "gpu")), legend,
+                    chr(ord("A") + i)) for i, b in enumerate(alerting)]
+    names = ", ".join(b.signal for b in alerting)
+    return [
+        time_series("Baseline deviation: z against the GPU's own history", describe(
+            f"(last 30 minutes - mean of the hourly history) / stddev (floored), for {names}; positive is the "
+            "harmful direction (hotter, slower clock, more errors). Appears once a GPU has busy history.",
+            f"every GPU between -{promql.format_number(z)} and {promql.format_number(z)}; the alert also needs a "
+            f"minimum history ({ctx.settings.baselines.min_history // 86400}d), a minimum deviation per signal, "
+            "the usual power and 15 minutes.", "; ".join(fm.runbook.act)),
+            "short", history, runbook_link(ctx, fm), threshold_steps(">", z, "warning")),
+        time_series("Baseline deviation: robust z against node peers", describe(
+            f"(GPU - median of busy same-model GPUs on the node) / (1.4826 x MAD), for {names}: the cold-start "
+            "baseline, and the one a new or replaced GPU has.",
+            f"every GPU below {promql.format_number(peer)}.", "; ".join(fm.runbook.act)),
+            "short", peers, runbook_link(ctx, fm), threshold_steps(">", peer, "warning")),
+    ]
+

@@ -1,0 +1,152 @@
+"""What every dashboard builder reads: the catalog, settings and rules behind one `Context`, the
+dashboard variables, and how a query is filtered by them."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grafanalib.core import Template
+
+from ... import promql
+from ...model import Catalog, FailureMode
+from ...output import RuleSet
+from ...settings import Settings
+
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+# Variables list their values from this exporter series: every GPU reports it, with all labels.
+VARIABLE_METRIC = "DCGM_FI_DEV_GPU_TEMP"
+ALL_KEYS = ("cluster", "host", "gpu", "modelName", "namespace", "pod")
+
+
+@dataclass(frozen=True)
+class Variables:
+    """Dashboard variables in chain order: (variable name, label it selects)."""
+    chain: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, settings: Settings) -> "Variables":
+        return cls((("cluster", settings.cluster_label), (settings.host_label, settings.host_label), ("gpu", "gpu"),
+                    ("modelName", "modelName"), ("namespace", settings.namespace_label), ("pod", settings.pod_label)))
+
+    def matchers(self, keys) -> str:
+        """Label matchers for the variables named by keys (cluster, host, gpu, modelName, namespace, pod)."""
+        by_key = dict(zip(ALL_KEYS, self.chain))
+        return ", ".join(f'{label}=~"${var}"' for key in keys for var, label in [by_key[key]])
+
+
+# Which variables a series of each level can be filtered by (labels the level keeps).
+LEVEL_KEYS = {"gpu": ("cluster", "host", "gpu", "modelName"), "node": ("cluster", "host"), "job": ("cluster", "namespace"),
+              "fleet": ("cluster",), "model": ("cluster",), "raw": ALL_KEYS, "other": ("cluster",)}
+SCOPE_KEYS = {"gpu": ALL_KEYS, "node": ("cluster", "host"), "fleet": ("cluster",)}
+
+
+def level(name: str) -> str:
+    """The level of a series name: a recording rule's prefix (gpu, node ...), raw for an exporter field."""
+    if name.startswith("DCGM_"):
+        return "raw"
+    prefix = name.split(":")[0] if ":" in name else ""
+    return prefix if prefix in LEVEL_KEYS else "other"
+
+
+@dataclass(frozen=True)
+class Context:
+    catalog: Catalog
+    settings: Settings
+    rules: RuleSet
+    variables: Variables
+    series_names: tuple[str, ...]  # recording rules, catalog metrics, up, ALERTS
+
+    @classmethod
+    def of(cls, catalog: Catalog, settings: Settings, rules: RuleSet) -> "Context":
+        names = {r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names} | {"up", "ALERTS"}
+        return cls(catalog, settings, rules, Variables.of(settings), tuple(sorted(names, key=lambda n: (-len(n), n))))
+
+    def signal(self, record: str):
+        return next((s for s in self.catalog.signals if s.record == record), None)
+
+    def unit(self, record: str, default: str = "short") -> str:
+        s = self.signal(record)
+        return s.unit if s else default
+
+    def mode(self, fm_id: str) -> FailureMode | None:
+        """The failure mode, or None when the catalog has none of that id."""
+        return next((fm for fm in self.catalog.failure_modes if fm.id == fm_id), None)
+
+    def threshold_values(self, fm: FailureMode) -> dict[str, float]:
+        """The failure mode's thresholds, with the user's overrides from rulesgen.yaml."""
+        overrides = dict(self.settings.for_mode(fm.id).thresholds)
+        return {t.name: float(overrides.get(t.name, t.value)) for t in fm.thresholds}
+
+    def severity(self, fm: FailureMode, severity: str) -> str:
+        """An alert's severity after the user's remapping in rulesgen.yaml."""
+        return dict(self.settings.for_mode(fm.id).severity).get(severity, severity)
+
+    def threshold(self, fm_id: str, name: str, default: float) -> float:
+        fm = self.mode(fm_id)
+        if fm is None or name not in {t.name for t in fm.thresholds}:
+            return default
+        return self.threshold_values(fm)[name]
+
+    @property
+    def gpu_id(self) -> str:
+        return promql.by(self.settings.gpu_identity)
+
+    def gpu_series(self, record: str, *extra: str) -> str:
+        return f"{record}{{{self.gpu_matchers(*extra)}}}"
+
+    def gpu_matchers(self, *extra: str) -> str:
+        return ", ".join(x for x in (self.variables.matchers(LEVEL_KEYS['gpu']), *extra) if x)
+
+    def workload_info(self, *extra: str) -> str:
+        matchers = (self.variables.matchers(("cluster", "host", "gpu", "namespace", "pod")), *extra)
+        return f"gpu:dcgm_workload:info{{{', '.join(matchers)}}}"
+
+    def selected_gpus(self, expr: str) -> str:
+        """Keep the GPUs the variables select ("All" keeps GPUs without a pod too). Filtering the
+        result rather than every selector keeps inline peer aggregations (a node's newest sample)
+        computed over all the node's GPUs."""
+        gpus = self.gpu_series("gpu:dcgm_reporting:timestamp")
+        return f"({expr})\n  and on ({self.gpu_id}) {gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"
+
+    def per_gpu(self, expr: str) -> str:
+        """A per-model expression (the model limits) repeated on each of the model's GPUs, so it can
+        be filtered and labelled like the per-GPU series it is compared with."""
+        model = promql.by(self.settings.model_labels)
+        return f"({expr})\n  + on ({model}) group_right () (0 * gpu:dcgm_reporting:timestamp)"
+
+    def of_selected_pods(self, expr: str) -> str:
+        """Per-GPU series labelled with the selected pod running on the GPU (GPUs with a pod only)."""
+        wl = promql.by((*self.settings.workload_labels, "workload"))
+        with_pod = self.workload_info(self.settings.pod_label + '!=""')
+        return f"{expr}\n  * on ({self.gpu_id}) group_left ({wl}) {with_pod}"
+
+    def filtered(self, expr: str, scope: str) -> str:
+        """Add the cluster and host variables' matchers to every series selector in expr: every
+        aggregation keeps the cluster label, and the catalog's peer groups never span nodes."""
+        pattern = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w:])(' + "|".join(map(re.escape, self.series_names))
+                             + r')(\{[^}]*\})?(?![\w:(])')
+
+        def add(m: re.Match) -> str:
+            if not m.group(1):
+                return m.group(0)
+            keys = [k for k in LEVEL_KEYS[level(m.group(1))] if k in SCOPE_KEYS[scope] and k in ("cluster", "host")]
+            inner = (m.group(2) or "{}")[1:-1].strip()
+            matchers = ", ".join(x for x in (inner, self.variables.matchers(keys)) if x)
+            return f"{m.group(1)}{{{matchers}}}"
+        return pattern.sub(add, expr)
+
+    def legend(self, scope: str, extra_labels=()) -> str:
+        host = self.settings.host_label
+        base = {"gpu": f"{{{{{host}}}}} gpu {{{{gpu}}}}", "node": f"{{{{{host}}}}} {{{{instance}}}}",
+                "fleet": f"{{{{{self.settings.cluster_label}}}}}"}[scope]
+        return " ".join([base, *(f"{label} {{{{{label}}}}}" for label in extra_labels if f"{{{{{label}}}}}" not in base)])
+
+
+def variable_templates(ctx: Context) -> list[Template]:
+    metric = ctx.catalog.metric(VARIABLE_METRIC)
+    out = [Template(name="datasource", label="Data source", type="datasource", query="prometheus", hide=0)]
+    for i, (var, label) in enumerate(ctx.variables.chain):
+        matchers = ", ".join([ctx.settings.selector] + [f'{lab}=~"${v}"' for v, lab in ctx.variables.chain[:i]])
+        out.append(Template(name=var, label=var, query=f"label_values({promql.selector(metric, matchers)}, {label})",
+                            dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*", refresh=2, sort=1))
+    return out

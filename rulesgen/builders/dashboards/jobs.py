@@ -1,0 +1,83 @@
+"""The GPU Jobs dashboard's own panels: pick a namespace and pod, see its GPUs, the spread across
+its ranks and its efficiency."""
+from __future__ import annotations
+
+from grafanalib.core import Panel, Table
+
+from ... import promql
+from .context import DATASOURCE, Context
+from .panels import runbook_link, target, threshold_steps, time_series
+from .prose import describe, one_line, record_title
+
+# Signals drawn per GPU of the selected pods, when the catalog has them.
+JOB_RECORDS = ("gpu:dcgm_sm_active:ratio", "gpu:dcgm_tensor_active:ratio", "gpu:dcgm_gpu_util:ratio",
+               "gpu:dcgm_sm_clock:max", "gpu:dcgm_gpu_temp:max", "gpu:dcgm_power_usage:max", "gpu:dcgm_fb_used:ratio")
+
+
+def job_panels(ctx: Context) -> list[Panel]:
+    """The Job row, top to bottom."""
+    return [pods_gpus_table(ctx), *rank_spread_panels(ctx), *per_gpu_panels(ctx), pods_alerts_panel(ctx)]
+
+
+def pod_legend(ctx: Context) -> str:
+    return f"{{{{{ctx.settings.pod_label}}}}} {{{{{ctx.settings.host_label}}}}}/{{{{gpu}}}}"
+
+
+def pods_gpus_table(ctx: Context) -> Table:
+    return Table(title="GPUs of the selected pods (GPU_UTIL now)", dataSource=DATASOURCE, unit="percentunit",
+                 description=describe("One line per GPU held by the selected pods: node, GPU, UUID, model, pod, job, "
+                                      "and its GPU_UTIL now.", "every GPU of a training job busy.",
+                                      "an idle line is a rank that waits or a GPU the job does not use."),
+                 targets=[target(ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_gpu_util:ratio")), "", instant=True, table=True)],
+                 links=runbook_link(ctx, ctx.mode("gpu_idle_allocated")), maxDataPoints=None)
+
+
+def rank_spread_panels(ctx: Context) -> list[Panel]:
+    """How far the job's ranks are apart: a straggler holds back the whole job."""
+    s = ctx.settings
+    job_by = promql.by((s.cluster_label, s.namespace_label, "workload"))
+    straggler = ctx.mode("straggler")
+    ratio = ctx.threshold("straggler", "clock_ratio", 0.8)
+    vs_job = ctx.signal("gpu:dcgm_sm_clock_vs_job:ratio")
+    panels: list[Panel] = []
+    if vs_job:
+        pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+        panels.append(time_series(
+            "Spread across ranks: SM clock vs the job's median", describe(
+                one_line(vs_job.description) + " Only while busy.",
+                f"every rank near 1; below {promql.format_number(ratio)} is a straggler the whole job waits for.",
+                "; ".join(straggler.runbook.act) if straggler else "compare the slow rank's temperature and power."),
+            "percentunit", [target(f"gpu:dcgm_sm_clock_vs_job:ratio{{{pods}}}", pod_legend(ctx))],
+            runbook_link(ctx, straggler), threshold_steps("<", ratio, "warning")))
+    sm = ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_sm_active:ratio"))
+    panels.append(time_series(
+        "Spread across ranks: max - min SM active", describe(
+            "The difference between the busiest and the idlest GPU of each job, by SM active.",
+            "near 0: synchronous data-parallel ranks do the same work.",
+            "a wide spread is a straggler or an unbalanced pipeline stage; see the per-GPU panels."),
+        "percentunit", [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
+        runbook_link(ctx, straggler)))
+    return panels
+
+
+def per_gpu_panels(ctx: Context) -> list[Panel]:
+    """One panel per signal of JOB_RECORDS the catalog has, a series per GPU of the selected pods."""
+    panels: list[Panel] = []
+    for record in JOB_RECORDS:
+        signal = ctx.signal(record)
+        if signal is None:
+            continue
+        panels.append(time_series(f"{record_title(record)} per GPU", describe(
+            one_line(signal.description) + " One series per GPU of the selected pods.",
+            "the job's GPUs close together.", "a GPU apart from the others is worth a look in GPU Health."),
+            signal.unit, [target(ctx.of_selected_pods(ctx.gpu_series(record)), pod_legend(ctx))], runbook_link(ctx, None)))
+    return panels
+
+
+def pods_alerts_panel(ctx: Context) -> Panel:
+    pods = ctx.variables.matchers(("cluster", "namespace", "pod"))
+    return time_series("Firing alerts on the selected pods' GPUs", describe(
+        "Firing alerts that name one of the selected pods, per alert.", "no series.",
+        "follow the alert's runbook_url; efficiency alerts go to the job owner."),
+        "short", [target(f'count by (alertname, failure_mode) (ALERTS{{alertstate="firing", {pods}, '
+                         f'{ctx.settings.pod_label}!=""}})', "{{alertname}}")], runbook_link(ctx, None), stacked=True)

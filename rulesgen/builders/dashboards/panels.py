@@ -1,0 +1,108 @@
+"""Panel constructors: grafanalib panels with this project's defaults, and the panels of a failure
+mode's row built from what its alerts read (one per comparison, then one per further record)."""
+from __future__ import annotations
+
+import attr
+from grafanalib.core import DataLink, Panel, Stat, Target, TimeSeries
+
+from ... import conventions, promql
+from ...model import FailureMode
+from .context import DATASOURCE, Context, level
+from .prose import comparison_description, comparison_title, comparison_unit, describe, one_line, record_description, record_title
+from .reading import Comparison, alert_reading
+
+SEVERITY_COLOR = {"critical": "red", "warning": "orange", "info": "yellow"}
+
+
+def threshold_steps(op: str | None, value: float | None, severity: str) -> list[dict]:
+    if value is None or op in (None, "==", "!="):
+        return [{"color": "green", "value": None}]
+    bad = SEVERITY_COLOR.get(severity, "red")
+    if op in (">", ">="):
+        return [{"color": "green", "value": None}, {"color": bad, "value": value}]
+    return [{"color": bad, "value": None}, {"color": "green", "value": value}]
+
+
+def runbook_link(ctx: Context, fm: FailureMode | None) -> list[DataLink]:
+    if fm is None:
+        return [DataLink(title="Runbooks", linkUrl=ctx.settings.runbook_base_url, isNewTab=True)]
+    return [DataLink(title=f"Runbook: {fm.title}", linkUrl=conventions.runbook_url(ctx.settings.runbook_base_url, fm.id),
+                     isNewTab=True)]
+
+
+def target(expr: str, legend: str, ref: str = "A", instant: bool = False, table: bool = False) -> Target:
+    return Target(expr=expr, legendFormat=legend, refId=ref, datasource=DATASOURCE, instant=instant,
+                  format="table" if table else "time_series")
+
+
+def time_series(title: str, description: str, unit: str, targets: list[Target], links, steps=None,
+                dashed_refs=(), stacked: bool = False) -> TimeSeries:
+    steps = steps or [{"color": "green", "value": None}]
+    overrides = [{"matcher": {"id": "byFrameRefID", "options": ref},
+                  "properties": [{"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}]}
+                 for ref in dashed_refs]
+    return TimeSeries(title=title, description=description, unit=unit, targets=targets, links=links,
+                      dataSource=DATASOURCE, thresholds=steps, maxDataPoints=None, overrides=overrides,
+                      thresholdsStyleMode="dashed" if len(steps) > 1 else "off", fillOpacity=10 if stacked else 0,
+                      stacking={"mode": "normal", "group": "A"} if stacked else {"mode": "none", "group": "A"},
+                      tooltipMode="multi", tooltipSort="desc", legendDisplayMode="table", legendPlacement="right",
+                      legendCalcs=["lastNotNull", "max"])
+
+
+def stat(title: str, description: str, unit: str, targets: list[Target], links, calc: str = "lastNotNull") -> Stat:
+    return Stat(title=title, description=description, format=unit, targets=targets, links=links, dataSource=DATASOURCE,
+                thresholds=[{"color": "green", "value": None}], reduceCalc=calc, graphMode="none", textMode="value_and_name",
+                maxDataPoints=None, noValue="0")
+
+
+def firing_alerts_panel(ctx: Context, modes: list[FailureMode], title: str) -> TimeSeries:
+    ids = "|".join(fm.id for fm in modes) or "none"
+    expr = (f'count by (failure_mode) (ALERTS{{alertstate="firing", failure_mode=~"{ids}", '
+            f'{ctx.variables.matchers(("cluster",))}}})')
+    desc = describe("Firing alerts per failure mode (one series per failure mode).",
+                    "no series: nothing fires.", "open the failure mode's row below, or its runbook from the alert.")
+    return time_series(title, desc, "short", [target(expr, "{{failure_mode}}")], runbook_link(ctx, None), stacked=True)
+
+
+def comparison_panel(ctx: Context, fm: FailureMode, c: Comparison, legend: str) -> TimeSeries:
+    def query(expr: str) -> str:
+        expr = ctx.filtered(one_line(expr), fm.scope)
+        return ctx.selected_gpus(expr) if fm.scope == "gpu" else expr
+
+    targets = [target(query(c.lhs), legend)]
+    reference = c.value is None
+    if reference:
+        per_model = fm.scope == "gpu" and any(level(n) == "model" for n in promql.recorded_names(c.rhs))
+        targets.append(target(query(ctx.per_gpu(c.rhs) if per_model else c.rhs), "alert line: " + legend, "B"))
+    return time_series(comparison_title(c), comparison_description(ctx, fm, c), comparison_unit(ctx, c), targets,
+                       runbook_link(ctx, fm), threshold_steps(c.op, c.value, c.severity), ("B",) if reference else ())
+
+
+def record_panel(ctx: Context, fm: FailureMode, record: str, legend: str) -> TimeSeries:
+    """A recording rule the alerts read; the legend names the series only at the alert's own level
+    (an empty legend lets Grafana show all labels of a node or fleet series)."""
+    expr = ctx.filtered(record, fm.scope)
+    same_level = level(record) == fm.scope
+    if same_level and fm.scope == "gpu":
+        expr = ctx.selected_gpus(expr)
+    return time_series(record_title(record), record_description(ctx, fm, record), ctx.unit(record),
+                       [target(expr, legend if same_level else "")], runbook_link(ctx, fm))
+
+
+def _plumbing(record: str) -> bool:
+    """Recording rules that carry labels or limits, not a signal worth a panel of its own."""
+    return record in ("gpu:dcgm_workload:info", conventions.MODEL_GPUS) or record.startswith(conventions.LIMIT_PREFIX)
+
+
+def alert_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
+    """A failure mode's row read from its alerts, main panel first: the comparisons they make, then
+    the other records they read."""
+    reading = alert_reading(ctx, fm)
+    legend = ctx.legend(fm.scope, reading.extra_labels)
+    panels: list[Panel] = [comparison_panel(ctx, fm, c, legend) for c in reading.comparisons]
+    compared = " ".join(c.lhs + " " + c.rhs for c in reading.comparisons)
+    shown = promql.recorded_names(compared)
+    panels += [record_panel(ctx, fm, r, legend) for r in reading.records if r not in shown and not _plumbing(r)]
+    if panels:
+        panels[0] = attr.evolve(panels[0], title=f"{fm.title}: {panels[0].title}")
+    return panels

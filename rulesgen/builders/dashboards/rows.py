@@ -1,0 +1,60 @@
+"""A row per active failure mode of a group, and its alerts as annotations on that row's panels.
+Row and panel ids come from the failure mode's place in the catalog (conventions.failure_mode_row_id),
+so the alerts' dashboard_url links stay stable whatever is disabled."""
+from __future__ import annotations
+
+from grafanalib.core import Panel
+
+from ... import conventions
+from ...model import FailureMode
+from .baselines import baseline_mode_panels
+from .context import DATASOURCE, SCOPE_KEYS, Context
+from .layout import section
+from .panels import SEVERITY_COLOR, alert_panels
+
+# Failure modes whose row is made by hand rather than read from their alerts.
+HAND_MADE_ROWS = {"baseline_deviation": baseline_mode_panels}
+
+
+def active_modes(ctx: Context, group: str) -> list[tuple[int, FailureMode]]:
+    """(index among the catalog's failure modes of the group, failure mode) for the active ones: the
+    index fixes the panel ids the alerts link to, whatever is disabled."""
+    inactive = dict(ctx.rules.inactive)
+    modes = [fm for fm in ctx.catalog.failure_modes if fm.group == group]
+    return [(i, fm) for i, fm in enumerate(modes) if fm.id not in inactive]
+
+
+def failure_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
+    """The row's panels, main panel first."""
+    return HAND_MADE_ROWS.get(fm.id, alert_panels)(ctx, fm)
+
+
+def failure_mode_rows(ctx: Context, group: str, y: int) -> tuple[list[Panel], int]:
+    out: list[Panel] = []
+    for i, fm in active_modes(ctx, group):
+        row_id = conventions.failure_mode_row_id(i)
+        panels = failure_mode_panels(ctx, fm)
+        if len(panels) >= 99:  # pragma: no cover - a row owns ids row_id .. row_id + 99
+            raise ValueError(f"failure mode {fm.id} has too many panels")
+        laid, y = section(fm.title, row_id, panels, y)
+        out += laid
+    return out, y
+
+
+def alert_annotations(ctx: Context, group: str, panels: list[Panel]) -> list[dict]:
+    """One annotation per failure mode: its firing alerts, drawn on its row's panels only."""
+    out = []
+    for i, fm in active_modes(ctx, group):
+        row_id = conventions.failure_mode_row_id(i)
+        ids = sorted(p.id for p in panels if row_id < p.id < row_id + 100)
+        if not ids:
+            continue
+        keys = [k for k in ("cluster", "host", "gpu") if k in SCOPE_KEYS[fm.scope]]
+        matchers = ", ".join(['alertstate="firing"', f'failure_mode="{fm.id}"', ctx.variables.matchers(keys)])
+        severities = [ctx.severity(fm, a.severity) for a in fm.alerts]
+        worst = min(severities, key=lambda s: ("critical", "warning", "info").index(s))
+        out.append({"name": f"{fm.title} alerts", "datasource": DATASOURCE, "enable": True, "hide": False,
+                    "iconColor": SEVERITY_COLOR[worst], "expr": f"ALERTS{{{matchers}}}", "step": "1m",
+                    "titleFormat": "{{alertname}}", "textFormat": ctx.legend(fm.scope) + " ({{severity}})",
+                    "tagKeys": "severity,action", "useValueForTime": False, "filter": {"exclude": False, "ids": ids}})
+    return out
