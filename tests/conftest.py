@@ -1,5 +1,4 @@
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,43 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rulesgen.tools import find_tool  # noqa: E402
+
+
+# Tests that use these fixtures run real binaries: they get the `engines` mark, so that
+# `pytest -m "not engines"` runs the model and builder tests alone, in seconds.
+ENGINE_FIXTURES = {"promtool", "vmalert", "vmalert_tool", "amtool", "promtool_results", "matrix_results",
+                   "vmalert_results", "prometheus_bin", "victoria_metrics"}
+SELECTED = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if ENGINE_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.engines)
+
+
+class _SelectionRecorder:
+    """After -k and -m have deselected: which parameter values each module's tests still use, so a
+    session fixture replays only the scenarios that were selected."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        chosen: dict = {}
+        for item in items:
+            spec = getattr(item, "callspec", None)
+            if spec is not None:
+                chosen.setdefault((item.module.__name__, item.originalname), set()).add(spec.id)
+        config.stash[SELECTED] = chosen
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_SelectionRecorder(), "rulesgen-selection")
+
+
+def selected(config, module: str, test: str) -> set:
+    """Parameter ids of the selected cases of the parametrized `test` in `module` (empty: none)."""
+    return config.stash.get(SELECTED, {}).get((module, test), set())
 
 
 def tool(name: str) -> str:

@@ -3,7 +3,7 @@ right GPU, and nothing fires on normal load."""
 
 import pytest
 
-from conftest import ROOT, run_cli, run_promtool_tests
+from conftest import ROOT, run_cli, run_promtool_tests, selected
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.scenarios import load_scenarios
 from test_render import DESIGN_FAILURE_MODES
@@ -27,9 +27,10 @@ def test_at_least_six_normal_load_scenarios():
 
 
 @pytest.fixture(scope="session")
-def promtool_results(rendered, promtool):
-    """Run promtool on every rendered scenario test, in parallel (one process per file)."""
-    return run_promtool_tests(promtool, sorted((rendered / "tests" / "promtool").glob("*.yaml")))
+def promtool_results(request, rendered, promtool):
+    """Run promtool on the selected scenarios' rendered tests, in parallel (one process per file)."""
+    chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
+    return run_promtool_tests(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
 
 
 @pytest.mark.parametrize("scenario", [p.stem for p in SCENARIOS])
@@ -39,6 +40,7 @@ def test_scenario_passes_in_promtool(promtool_results, scenario):
                     f"(run `rulesgen replay fixtures/scenarios/{scenario}.yaml` for details):\n{output}"
 
 
+@pytest.mark.engines
 def test_replay_reports_first_firing_and_exits_zero():
     result = run_cli("replay", "fixtures/scenarios/ecc-uncorrectable-preexisting.yaml")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -48,6 +50,7 @@ def test_replay_reports_first_firing_and_exits_zero():
     assert lines[-1] == "1/1 scenarios match their expectations"
 
 
+@pytest.mark.engines
 def test_replay_exits_nonzero_on_a_mismatch(tmp_path):
     src = (ROOT / "fixtures" / "scenarios" / "ecc-uncorrectable-preexisting.yaml").read_text()
     wrong = tmp_path / "wrong-gpu.yaml"
