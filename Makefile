@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: render test check bench tools fixtures clean
+.PHONY: render test test-vm-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,11 +25,16 @@ test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
+# Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
+test-vm-all: $(STAMP) tools
+	RULESGEN_VM_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
+
 # Fleet benchmark (benchmarks/fleet.py, ~45 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
 
 bench: $(STAMP) tools
-	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/latency.py
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py --skip-latency
 	$(BIN)/python benchmarks/fleet.py $(FLEET_ARGS)
 
 fixtures: $(STAMP)
