@@ -11,7 +11,6 @@ Run: .venv/bin/python benchmarks/latency.py   (part of `make bench`)
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesgen import artifacts  # noqa: E402
+from rulesgen import artifacts, promql_tree  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
 from rulesgen.dialects import apply, parse_dialect  # noqa: E402
 from rulesgen.durations import format_duration, parse_duration  # noqa: E402
@@ -32,7 +31,6 @@ from rulesgen.scenarios import Scenario, load_scenarios  # noqa: E402
 
 SCRAPES = (15, 30, 60)
 TARGETS = ROOT / "benchmarks" / "latency_targets.yaml"
-WINDOW = re.compile(r"\[(\d+[smhd])(?::[^\]]*)?\]")
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ def targets_for(plan) -> tuple[dict[str, Target], dict[str, Target]]:
             extra = 0
             if c.get("plus_idle_time") and fm in alerts:
                 rule = alerts[fm]
-                extra = rule.for_seconds + max((parse_duration(w) for w in WINDOW.findall(rule.expr)), default=0)
+                extra = rule.for_seconds + max(promql_tree.windows(rule.tree), default=0)
             by_mode[fm] = Target(c["name"], seconds + extra)
         for name in c.get("scenarios", []):
             by_scenario[name] = Target(c["name"], seconds)

@@ -9,7 +9,6 @@ Run: make bench   (or: .venv/bin/python benchmarks/run.py [--skip-latency])
 from __future__ import annotations
 
 import argparse
-import re
 import os
 import shutil
 import statistics
@@ -24,14 +23,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesgen import artifacts  # noqa: E402
+from rulesgen import artifacts, promql_tree  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
-from rulesgen.durations import parse_duration  # noqa: E402
 from rulesgen.replay import replay  # noqa: E402
 from rulesgen.scenarios import load_scenarios  # noqa: E402
 
 
-WINDOW = re.compile(r"_over_time\([^\[]*\[(\w+)\]")
 
 
 def fmt(seconds: float | None) -> str:
@@ -65,7 +62,8 @@ def latency_table() -> None:
                 continue
             first, name = hits[0]
             rule = alerts[name]
-            window = max((parse_duration(w) or 0 for w in WINDOW.findall(rule.expr)), default=0)
+            window = max((c.range for c in promql_tree.range_calls(rule.tree) if c.function.endswith("_over_time") and c.selector),
+                         default=0)
             latency, floor, target = first - e.after, rule.for_seconds + step, rule.for_seconds + 2 * step
             verdict = "within target" if latency <= target else (
                 "within target + window" if latency <= target + window else "slower")
