@@ -10,6 +10,7 @@ style the builders write: `name{a="b", c=~"d"}`, `sum by (a, b) (x)`, `x * on (a
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -106,6 +107,23 @@ class Selector:
                 if all(part and all(ch.isalnum() or ch in "_:" for ch in part) for part in parts):
                     out += parts
         return tuple(out)
+
+    def may_select(self, labels: dict[str, str]) -> bool:
+        """Whether a series with these labels (others unknown) can match every matcher."""
+        for label, op, value in self.matchers:
+            if label not in labels:
+                continue
+            have = labels[label]
+            if op in ("=", "!="):
+                hit = have == value
+            else:
+                try:
+                    hit = re.fullmatch(value, have) is not None  # a label value against the matcher's regex
+                except re.error:
+                    return True
+            if hit != (op in ("=", "=~")):
+                return False
+        return True
 
 
 def _match_op(op) -> str:
