@@ -116,3 +116,11 @@ def test_graph_reads_and_readers():
     assert g.records_read(["gpu:b:x > 1"], transitive=False) == ("gpu:b:x",)
     assert g.metrics_read(["gpu:b:x > 1"]) == {"DCGM_A", "DCGM_B"}
     assert rules[1].tree is t.parse("gpu:a:x * 2 + DCGM_B")
+
+
+def test_a_selector_may_select_series_by_their_labels():
+    s = t.selectors('ALERTS{alertstate=~"pending|firing", failure_mode=~"a|b", action!="drain"}')[0]
+    assert s.may_select({"failure_mode": "a", "action": "investigate"})
+    assert not s.may_select({"failure_mode": "c"})
+    assert not s.may_select({"failure_mode": "b", "action": "drain"})
+    assert s.may_select({})  # labels it does not know cannot rule a series out
