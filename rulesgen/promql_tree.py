@@ -23,7 +23,6 @@ from .promql import escape, format_number
 
 Expr = pp.Expr
 COMPARISON_OPS = ("==", "!=", ">", "<", ">=", "<=")
-SET_OPS = ("and", "or", "unless")
 _MATCH_OPS = ((pp.MatchOp.Equal, "="), (pp.MatchOp.NotEqual, "!="), (pp.MatchOp.Re, "=~"), (pp.MatchOp.NotRe, "!~"))
 
 
@@ -240,8 +239,7 @@ def comparisons(expr: Expr | str) -> tuple[Comparison, ...]:
 
 def number(e: Expr) -> float | None:
     """The value of a number literal (signed, in parentheses or not), else None."""
-    while isinstance(e, pp.ParenExpr):
-        e = e.expr
+    e = unwrap(e)
     if isinstance(e, pp.NumberLiteral):
         return e.val
     if isinstance(e, pp.UnaryExpr):
