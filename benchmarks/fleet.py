@@ -53,8 +53,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from rulesgen import conventions  # noqa: E402
+from rulesgen import conventions, promql_tree  # noqa: E402
 from rulesgen.durations import parse_duration  # noqa: E402
+from rulesgen.output import Rule  # noqa: E402
 from fleet_data import MODEL_NAME, Exporter, exporter_fields, exposition, make_fleet, write_openmetrics  # noqa: E402
 from rulesgen.processes import free_port  # noqa: E402
 from fleet_servers import PEAK_RSS, Server, log, metric_value, run_tool  # noqa: E402
@@ -68,8 +69,6 @@ BLOCK = 54 * 3600  # promtool --max-block-duration=54h: ranges 2h, 6h, 18h, 54h;
 NAIVE_GAUGES = ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_POWER_USAGE",
                 "DCGM_FI_DEV_SM_CLOCK"]
 NAIVE_COUNTERS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"]
-DCGM_REF = re.compile(r"\bDCGM_FI_[A-Z0-9_]+")
-RECORD_REF = re.compile(r"\b[a-z_]+:[a-zA-Z0-9_]+:[a-zA-Z0-9_]+\b")
 RAW_SERIES = '{__name__=~"DCGM_.+|up"}'
 RECORDED_SERIES = '{__name__=~".+:.+"}'
 BACKFILLED = ["gpu:dcgm_baseline:value_30m_hourly", "gpu:dcgm_baseline_daily:count"]
@@ -123,32 +122,23 @@ class RuleSet:
     files: list[Path]
     intervals: dict[str, int]
     records_by_group: dict[str, list[str]]
-    record_exprs: dict[str, list[str]]
+    graph: promql_tree.Graph  # what each rule reads (rulesgen's own dependency graph, from the files)
 
     @classmethod
     def load(cls, files: list[Path]) -> "RuleSet":
-        intervals, records_by_group, records = {}, {}, {}
+        intervals, records_by_group, rules = {}, {}, []
         for f in files:
             for g in yaml.safe_load(f.read_text()).get("groups") or []:
                 intervals[g["name"]] = parse_duration(g.get("interval", "")) or GLOBAL_INTERVAL
                 records_by_group[g["name"]] = [r["expr"] for r in g["rules"] if "record" in r]
-                for r in g["rules"]:
-                    if "record" in r:
-                        records.setdefault(r["record"], []).append(r["expr"])
-        return cls(files, intervals, records_by_group, records)
+                rules += [Rule(expr=r["expr"], record=r.get("record"), alert=r.get("alert")) for r in g["rules"]]
+        return cls(files, intervals, records_by_group, promql_tree.Graph(rules))
 
     def raw_metrics_recorded(self, group_filter: str) -> set[str]:
         """DCGM_FI_* names that the recording rules of the groups whose name contains `group_filter`
         read, directly or through other recording rules: what a backfill of them reads."""
-        todo = [e for g, es in self.records_by_group.items() if group_filter in g for e in es]
-        seen, names = set(), set()
-        while todo:
-            expr = todo.pop()
-            names |= set(DCGM_REF.findall(expr))
-            for rec in set(RECORD_REF.findall(expr)) - seen:
-                seen.add(rec)
-                todo.extend(self.record_exprs.get(rec, []))
-        return names
+        exprs = [e for g, es in self.records_by_group.items() if group_filter in g for e in es]
+        return {n for n in self.graph.metrics_read(exprs) if n.startswith("DCGM_FI_")}
 
 
 def shortened_copies(rules: RuleSet, dest: Path) -> list[Path]:

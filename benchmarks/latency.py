@@ -10,8 +10,8 @@ Run: .venv/bin/python benchmarks/latency.py   (part of `make bench`)
 """
 from __future__ import annotations
 
+import argparse
 import os
-import re
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesgen import artifacts  # noqa: E402
+from rulesgen import artifacts, promql_tree  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
 from rulesgen.dialects import apply, parse_dialect  # noqa: E402
 from rulesgen.durations import format_duration, parse_duration  # noqa: E402
@@ -32,7 +32,6 @@ from rulesgen.scenarios import Scenario, load_scenarios  # noqa: E402
 
 SCRAPES = (15, 30, 60)
 TARGETS = ROOT / "benchmarks" / "latency_targets.yaml"
-WINDOW = re.compile(r"\[(\d+[smhd])(?::[^\]]*)?\]")
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ def targets_for(plan) -> tuple[dict[str, Target], dict[str, Target]]:
             extra = 0
             if c.get("plus_idle_time") and fm in alerts:
                 rule = alerts[fm]
-                extra = rule.for_seconds + max((parse_duration(w) for w in WINDOW.findall(rule.expr)), default=0)
+                extra = rule.for_seconds + max(promql_tree.windows(rule.tree), default=0)
             by_mode[fm] = Target(c["name"], seconds + extra)
         for name in c.get("scenarios", []):
             by_scenario[name] = Target(c["name"], seconds)
@@ -64,8 +63,8 @@ def variants(s: Scenario, catalog) -> list[tuple[str, Scenario]]:
     return [(f"{n}s", apply(s, parse_dialect(f"scrape-{n}s"), catalog)) for n in SCRAPES]
 
 
-def first_firing(o: Outcome, failure_mode: str, labels: dict[str, str]) -> int | None:
-    times = [f.first_firing for f in o.fired if f.failure_mode == failure_mode and labels.items() <= dict(f.labels).items()]
+def first_firing(o: Outcome, failure_mode: str, labels: tuple[tuple[str, str], ...]) -> int | None:
+    times = [f.first_firing for f in o.fired if f.failure_mode == failure_mode and set(labels) <= set(f.labels)]
     return min(times) if times else None
 
 
@@ -76,9 +75,13 @@ def fmt(seconds: int | None) -> str:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="scenario names (default: all)")
+    args = parser.parse_args()
     plan = artifacts.plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
     modes = [fm.id for fm in plan.catalog.failure_modes]
-    scenarios = load_scenarios(sorted((ROOT / "fixtures/scenarios").glob("*.yaml")), modes)
+    paths = sorted((ROOT / "fixtures/scenarios").glob("*.yaml"))
+    scenarios = load_scenarios([p for p in paths if not args.names or p.stem in args.names], modes)
     runs = [(s, label, v) for s in scenarios for label, v in variants(s, plan.catalog)]
     with tempfile.TemporaryDirectory() as tmp:
         artifacts.write_all(Path(tmp), [a for a in plan.artifacts if a.path.startswith("alerts/")])

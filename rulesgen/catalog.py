@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .builders import templates
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
 from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode,
@@ -14,7 +15,7 @@ CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml
 OPTIONAL_FILES = ("baselines.yaml",)  # a catalog without it renders no baseline rules
 RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
 LEVELS = ("gpu", "node", "job", "fleet", "model")
-METRIC_TOKEN = re.compile(r"\bDCGM_(?:FI|EXP)_[A-Z0-9_]+\b")
+METRIC_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")  # dcgm-exporter's series names
 
 
 def bundled_catalog_dir() -> Path:
@@ -148,7 +149,7 @@ def _signals(doc, errors, known_metrics):
             errors.add(f.at("record"), "duplicate-id", f"signal {record!r} already defined on line {seen[record].line}")
         seen[record] = f.at("record")
         expr = f.str("expr", required=True) or ""
-        used = tuple(sorted(set(METRIC_TOKEN.findall(expr))))
+        used = tuple(sorted(n for n in templates.names_used(expr) if n.startswith(METRIC_PREFIXES)))
         for name in used:
             if name not in known_metrics:
                 errors.add(f.at("expr"), "unknown-metric",

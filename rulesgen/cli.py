@@ -47,13 +47,14 @@ def _plan(catalog, config, scenarios, parse_with_promtool=False):
 
 
 def _promtool_parse(plan) -> None:
-    """Full PromQL parse by the real promtool when it is available (the loader only checks brackets)."""
+    """Full PromQL parse by the real promtool when it is available (the builders parse every expression
+    with promql-parser, which follows Prometheus 2.45; promtool is the final judge)."""
     from .tools import find_tool
     from .validate import promtool_problems
     try:
         promtool = find_tool("promtool")
     except ToolMissing:
-        click.echo("note: promtool not found, PromQL checked for balanced brackets only (run `make tools`)", err=True)
+        click.echo("note: promtool not found, PromQL checked by promql-parser only (run `make tools`)", err=True)
         return
     problems = promtool_problems(plan.rules, promtool)
     if problems:
@@ -299,11 +300,10 @@ def lint(files, config):
 
 @main.command()
 @click.argument("failure_mode")
-@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
-@click.option("--config", default=None)
-def explain(failure_mode, catalog, config):
-    """What FAILURE_MODE detects, its PromQL, thresholds and runbook."""
-    plan = _plan(catalog, config, None)
+@with_common
+def explain(failure_mode, catalog, config, scenarios):
+    """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files."""
+    plan = _plan(catalog, config, scenarios)
     ids = [fm.id for fm in plan.catalog.failure_modes]
     if failure_mode not in ids:
         from .fields import did_you_mean
@@ -335,6 +335,10 @@ def explain(failure_mode, catalog, config):
     click.echo("  Do:")
     for line in fm.runbook.act:
         click.echo(f"   - {line}")
+    from .lineage import alert_path
+    click.echo("\nPATH (catalog -> rules -> files)")
+    for line in alert_path(plan, fm.id) or ["  (no alert rendered)"]:
+        click.echo(line)
 
 
 def _time(value: str | None) -> int:

@@ -63,6 +63,9 @@ MODEL_GPUS = "model:dcgm_gpus:count"
 # Baseline records (rulesgen/builders/baselines.py): one series per GPU and `signal` label.
 BASELINE_SHORT = "30m"  # the "now" of a baseline: a median (or rate) over this window
 BASELINE_VALUE = f"gpu:dcgm_baseline:value_{BASELINE_SHORT}"
+# Signals that read the peers' medians (baselines.yaml reads_peers) are recorded after them, under
+# their own name: one record name, one rule (promtool's duplicate-rules check).
+BASELINE_VALUE_VS_NODE = f"gpu:dcgm_baseline_vs_node:value_{BASELINE_SHORT}"
 BASELINE_HOURLY = f"{BASELINE_VALUE}_hourly"
 # Daily sums of the hourly points (count, sum, sum of squares), written at midnight UTC.
 BASELINE_DAILY_COUNT = "gpu:dcgm_baseline_daily:count"
@@ -79,7 +82,7 @@ def baseline_peers(level: str, statistic: str) -> str:
     return f"{level}:dcgm_baseline_peers:{statistic}"
 
 
-BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_HOURLY, BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM,
+BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_VALUE_VS_NODE, BASELINE_HOURLY, BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM,
                               BASELINE_DAILY_SUMSQ, BASELINE_HISTORY_MEAN, BASELINE_HISTORY_STDDEV, *(baseline_peers(level, stat)
                               for level in ("node", "fleet") for stat in ("median", "mad"))})
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import METRIC_TOKEN
 from .model import Catalog
 from .output import RuleSet
-from .promql import recorded_names
+from .promql_tree import Graph
 
 @dataclass(frozen=True)
 class Coverage:
@@ -20,27 +19,13 @@ class Coverage:
         return f"partial: missing {', '.join(self.missing)}"
 
 
-def fields_of(expr: str, records: dict[str, str]) -> set[str]:
-    seen, todo, fields = set(), [expr], set()
-    while todo:
-        e = todo.pop()
-        fields |= set(METRIC_TOKEN.findall(e))
-        for name in recorded_names(e):
-            if name in records and name not in seen:
-                seen.add(name)
-                todo.append(records[name])
-    return fields
-
-
 def coverage(catalog: Catalog, rules: RuleSet, enabled: set[str]) -> dict[str, Coverage]:
-    records = {r.record: r.expr for r in rules.rules if r.record}
+    graph = Graph(list(rules.rules))
     enabled_canonical = {catalog.metric(n).name for n in enabled if _known(catalog, n)}
     out = {}
     for fm in catalog.failure_modes:
-        needed: set[str] = set()
-        for r in rules.rules:
-            if r.failure_mode == fm.id:
-                needed |= {catalog.metric(n).name for n in fields_of(r.expr, records)}
+        read = graph.metrics_read(r.expr for r in rules.rules if r.failure_mode == fm.id)
+        needed = {catalog.metric(n).name for n in read if _known(catalog, n)}
         # DCGM_FI_DEV_GPU_TEMP etc. that only identify GPUs do not make a mode "see" its failure.
         own = {catalog.metric(m).name for m in fm.metrics} & needed or needed
         missing = tuple(sorted(own - enabled_canonical))

@@ -3,21 +3,18 @@
 Each finding is `file:line: code: message`."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import promql_tree
 from .errors import RulesgenError
-from .durations import parse_duration
+from .durations import format_duration, parse_duration
 from .yamlsource import Node, load_file, where_of
 
 CONTRACT_LABELS = ("severity", "failure_mode", "action")
 CONTRACT_ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard_url")
 WORKLOAD_LABELS = ("pod", "namespace", "container", "exported_pod", "exported_namespace", "exported_container")
-_RATE = re.compile(r"\b(rate|irate|increase|deriv|delta|idelta)\s*\(\s*([^\[\(\)]*?)\[(\w+)\]")
-_RANGE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^{}]*\})?\s*\[(\w+)\]")
-_BY = re.compile(r"\b(by|without)\s*\(([^)]*)\)")
-_READ = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?:\{[^{}]*\})?(\s*\[)?")
+RATE_FUNCTIONS = ("rate", "irate", "increase", "deriv", "delta", "idelta")
 # vmalert asks its datasource with step = -datasource.queryStep (5m by default), which is also the
 # lookback of an instant selector: a record written every 5 minutes or less often is missed by an
 # instant selector whenever its newest point is one interval old (always, for the hourly history).
@@ -65,18 +62,24 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
     def add(code, message, at=line):
         out.append(Finding(path, at, code, f"{name}: {message}"))
 
-    for fn, selector, window in _RATE.findall(expr):
-        seconds = parse_duration(window)
-        if seconds is not None and seconds < 4 * scrape_interval:
-            add("rate-window", f"{fn}() over [{window}] is shorter than 4x the scrape interval ({4 * scrape_interval}s)")
-    for metric, _, window in _RANGE.findall(expr):
-        seconds = parse_duration(window)
-        if seconds is not None and seconds >= long_window and ":" not in metric:
-            add("raw-long-window", f"[{window}] over raw series {metric}: downsample with a recording rule first")
-    for metric, window in _READ.findall(expr):
-        if metric in (slow or {}) and not window:
-            add("instant-slow-record", f"reads {metric} (written every {slow[metric]}s) with an instant selector: "
-                f"vmalert's 5m query step misses it; use last_over_time({metric}[{2 * slow[metric]}s])")
+    try:
+        tree = promql_tree.parse(expr)
+    except promql_tree.PromQLSyntaxError as exc:
+        add("promql-syntax", f"expression does not parse: {exc}")
+        tree = None
+    for call in promql_tree.range_calls(tree) if tree else ():
+        if call.function in RATE_FUNCTIONS and call.selector and call.range < 4 * scrape_interval:
+            add("rate-window", f"{call.function}() over [{format_duration(call.range)}] is shorter than 4x the scrape "
+                f"interval ({4 * scrape_interval}s)")
+    for s in promql_tree.selectors(tree) if tree else ():
+        names = s.names or (promql_tree.selector_text(s),)
+        if s.range is not None and s.range >= long_window and not any(promql_tree.is_record(n) for n in names):
+            add("raw-long-window", f"[{format_duration(s.range)}] over raw series {'|'.join(names)}: "
+                "downsample with a recording rule first")
+        for metric in names if s.range is None else ():
+            if metric in (slow or {}):
+                add("instant-slow-record", f"reads {metric} (written every {slow[metric]}s) with an instant selector: "
+                    f"vmalert's 5m query step misses it; use last_over_time({metric}[{2 * slow[metric]}s])")
     if "alert" in rule:
         rule_line = where_of(rule, "alert").line
         if "for" not in rule:
@@ -94,8 +97,7 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
                 add("value-in-label", f"label {key!r} uses $value: every new value starts a new alert",
                     where_of(labels, key).line)
     elif str(rule.get("record", "")).startswith("fleet:"):
-        for kind, labels in _BY.findall(expr):
-            names = {x.strip() for x in labels.split(",")}
-            if kind == "without" or names & set(WORKLOAD_LABELS):
-                add("fleet-per-pod", f"fleet aggregate keeps per-pod labels ({kind} ({labels.strip()}))")
+        for kind, labels in promql_tree.grouping(tree) if tree else ():
+            if kind == "without" or set(labels) & set(WORKLOAD_LABELS):
+                add("fleet-per-pod", f"fleet aggregate keeps per-pod labels ({kind} ({', '.join(labels)}))")
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import promql_tree
 from .errors import Where
 
 if TYPE_CHECKING:
@@ -25,6 +26,11 @@ class Rule:
     annotations: tuple[tuple[str, str], ...] = ()
     failure_mode: str | None = None
     source: Where | None = field(default=None, compare=False)  # catalog position it was built from
+
+    @property
+    def tree(self) -> promql_tree.Expr:
+        """The expression's PromQL syntax tree (parsed once per text; equality stays on the text)."""
+        return promql_tree.parse(self.expr)
 
 
 @dataclass(frozen=True)

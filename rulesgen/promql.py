@@ -1,6 +1,5 @@
-"""Small PromQL helpers: selectors that include metric aliases and drop DCGM sentinels,
-and a structural syntax check (the full parse is promtool's, in the tests and `rulesgen render`
-when promtool is available)."""
+"""Small PromQL helpers: selectors that include metric aliases and drop DCGM sentinels, label sets
+of series, and a structural syntax check (the parse is promql_tree's; promtool stays the judge)."""
 from __future__ import annotations
 
 import re
@@ -111,54 +110,3 @@ def syntax_problems(expr: str) -> list[str]:
     if not expr.strip():
         return ["empty expression"]
     return []
-
-
-RECORD_TOKEN = re.compile(r"(?<![\w:\"'])([a-z_][a-z0-9_]*:[a-z0-9_:]*[a-z0-9_])(?![\w\"'])")
-
-
-def recorded_names(expr: str) -> set[str]:
-    """Names that look like recording rules (level:metric:operations) outside of strings."""
-    without_strings = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    without_ranges = re.sub(r"\[[^\]]*\]", "[]", without_strings)
-    return set(RECORD_TOKEN.findall(without_ranges))
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_RANGE = re.compile(r"\s*\[([^\]:]+)\]")
-
-
-def inline(expr: str, definitions: dict[str, str], step: str) -> str:
-    """Replace recording-rule names by their expressions until none is left: `name[w]` becomes the
-    subquery `(expr)[w:step]`, a bare `name` becomes `(expr)`. For evaluators that cannot read the
-    output of other rules (backfill). Names with label matchers are not supported."""
-    for _ in range(20):
-        pieces, changed, pos = [], False, 0
-        for string in list(_STRING.finditer(expr)) + [None]:
-            end = string.start() if string else len(expr)
-            code = expr[pos:end]
-            out, last = [], 0
-            for m in RECORD_TOKEN.finditer(code):
-                name = m.group(1)
-                if name not in definitions:
-                    continue
-                if code[m.end():m.end() + 1] == "{":
-                    raise ValueError(f"cannot inline {name}{{...}}: label matchers on a recording rule")
-                out.append(code[last:m.start()])
-                rng = _RANGE.match(code, m.end())
-                body = definitions[name].strip()
-                if rng:
-                    out.append(f"({body})[{rng.group(1)}:{step}]")
-                    last = rng.end()
-                else:
-                    out.append(f"({body})")
-                    last = m.end()
-                changed = True
-            out.append(code[last:])
-            pieces.append("".join(out))
-            if string:
-                pieces.append(string.group(0))
-                pos = string.end()
-        expr = "".join(pieces)
-        if not changed:
-            return expr
-    raise ValueError("recording rules refer to each other in a cycle")

@@ -5,9 +5,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import promql_tree
 from .errors import Collector
 from .fields import Fields
 from .model import GROUPS, SEVERITIES
+from .promql import syntax_problems
 from .yamlsource import load_file
 
 DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
@@ -134,8 +136,18 @@ class Settings:
 
 
 _LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
-_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*'
-_MATCHERS = rf"{_MATCHER}(,{_MATCHER})*,?\s*"
+
+
+def _selector_problems(sel: str) -> list[str]:
+    """[] when sel is a list of label matchers (the inside of a selector's braces), as PromQL parses it."""
+    text = "x{" + sel + "}"
+    problems = syntax_problems(text) or promql_tree.problems(text)
+    if problems:
+        return problems
+    alone = promql_tree.wrapped_series(text)
+    if not alone or alone.function or alone.selector.name != "x" or not alone.selector.matchers:
+        return ["not a list of label matchers"]
+    return []
 
 
 def load_settings(path: Path | None) -> Settings:
@@ -148,8 +160,7 @@ def load_settings(path: Path | None) -> Settings:
     kwargs: dict = {"source": shown}
     sel = top.str("selector")
     if sel is not None:
-        from .promql import syntax_problems
-        problems = syntax_problems("x{" + sel + "}") or ([] if re.fullmatch(_MATCHERS, sel) else ["not a list of label matchers"])
+        problems = _selector_problems(sel)
         if problems:
             errors.add(top.at("selector"), "bad-selector",
                        f"selector {sel!r}: {problems[0]} (expected label matchers like job=~\"dcgm-exporter\")")

@@ -3,7 +3,7 @@ import subprocess
 
 import yaml
 
-from rulesgen import conventions
+from rulesgen import conventions, promql_tree
 
 from conftest import ROOT, run_cli
 from rulesgen.artifacts import plan
@@ -84,16 +84,17 @@ def test_drain_only_for_certain_hardware_failures(rendered):
 
 def test_no_range_function_reads_a_long_window_of_raw_samples(rendered):
     """Long windows (>= 1h) only over recorded series: raw DCGM series are scraped every 15-30 s."""
-    import re
     for f in rule_files(rendered):
         for g in yaml.safe_load(f.read_text())["groups"]:
             for r in g["rules"]:
-                for m in re.finditer(r"([\w:]+)(?:\{[^}]*\})?\[(\d+)([hd])\]", r["expr"]):
-                    name, what = m.group(1), f"{r.get('record') or r.get('alert')}: {m.group(0)}"
-                    assert ":" in name, what
-                    if m.group(3) == "d":  # days: only the daily sums of the downsampled history (1 point a day)
-                        assert name in (conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,
-                                        conventions.BASELINE_DAILY_SUMSQ), what
+                for s in promql_tree.selectors(r["expr"]):
+                    if s.range is None or s.range < 3600:
+                        continue
+                    what = f"{r.get('record') or r.get('alert')}: {promql_tree.selector_text(s)}"
+                    assert s.names and all(promql_tree.is_record(n) for n in s.names), what
+                    if s.range >= 86400:  # days: only the daily sums of the downsampled history (1 point a day)
+                        assert s.name in (conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,
+                                          conventions.BASELINE_DAILY_SUMSQ), what
 
 
 def test_committed_outputs_are_fresh():
@@ -123,3 +124,24 @@ def test_model_patterns_are_mutually_exclusive():
     for name in names:
         hits = [m.id for m in catalog.gpu_models if re.fullmatch(m.match, name)]
         assert len(hits) == 1, (name, hits)
+
+
+def test_explain_traces_each_alert_from_the_catalog_to_its_files():
+    """`rulesgen explain` names the path: catalog file:line, alert and group, the records it reads
+    (transitively, with their catalog lines), the rule files, dashboard panel, runbook and tests."""
+    result = run_cli("explain", "thermal_throttling")
+    assert result.returncode == 0, result.stderr
+    path = result.stdout.split("\nPATH (catalog -> rules -> files)\n", 1)[1]
+    lines = [x.strip() for x in path.splitlines()]
+    assert lines[0].startswith("catalog/failure_modes.yaml:") and lines[0].endswith("alert (warning)")
+    assert lines[1] == "-> GPUThermalThrottling  group rulesgen-health-alerts in alerts/prometheus/health.yaml"
+    assert "deploy/prometheus-operator/rulesgen-health.yaml" in lines[2] and "tests/vmalert/rules/levels.yaml" in lines[2]
+    assert any(x.startswith("gpu:dcgm_gpu_temp:max  group rulesgen-gpu-signals in alerts/prometheus/recording.yaml; "
+                            "from catalog/signals.yaml:") for x in lines)
+    # transitively: the model limit reads the GPU count, which reads the reporting timestamp
+    assert any(x.startswith("gpu:dcgm_reporting:timestamp  group") for x in lines)
+    assert any(x.startswith("exporter series: DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_GPU_TEMP_CELSIUS") for x in lines)
+    assert "read back (ALERTS) by GPUBaselineDeviation, GPUStraggler" in lines
+    assert any(x.startswith('dashboard: dashboards/gpu-health.json panel ') for x in lines)
+    assert "runbook: runbooks/thermal-throttling.md (the alerts' runbook_url)" in lines
+    assert any(x.startswith("tests expecting it: tests/promtool/thermal-throttling-cooling-failure.yaml") for x in lines)

@@ -22,6 +22,7 @@ import yaml
 import conftest
 from conftest import ROOT, tool
 from rulesgen.artifacts import DASHBOARD_ONLY, load_inputs
+from rulesgen import promql_tree
 from rulesgen.builders import promtool_tests, vmalert_tests
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
@@ -130,7 +131,7 @@ def test_rule_levels_follow_promtool_order():
         _rule("a:x:sum", "sum(m)"),
         _rule("b:x:sum", 'a:x:sum * on () group_left last_over_time(d:x:sum[1h])'),  # d comes later: previous value
         _rule("c:x:sum", 'b:x:sum + c:x:sum offset 1m'),      # itself: previous value, no constraint
-        _rule("d:x:sum", '"a:x:sum" or vector(0)'),           # a name in a string is not a read
+        _rule("d:x:sum", 'label_replace(vector(0), "x", "a:x:sum", "", "")'),  # a name in a string is not a read
         _rule("Hot", "c:x:sum > 1", alert=True),
         _rule("Cold", "a:x:sum < 1", alert=True),
         _rule("Many", 'count(ALERTS{alertstate="firing"}) > 2', alert=True),
@@ -153,7 +154,7 @@ def test_rule_copy_keeps_every_rule_and_puts_readers_after_what_they_read():
         assert [position[id(r)] for r in g.rules] == sorted(position[id(r)] for r in g.rules)
     for reader in original:
         for read in original:
-            if read is reader or not set(vmalert_tests.written_names(read)) & vmalert_tests.read_names(reader.expr):
+            if read is reader or not set(promql_tree.written_names(read)) & set(promql_tree.names_read(reader.expr)):
                 continue
             if position[id(read)] < position[id(reader)]:
                 assert level[id(read)] < level[id(reader)], (reader.record or reader.alert, read.record or read.alert)

@@ -48,9 +48,7 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
         terms = [f"(\n{_indent(either, 2)}\n)\n  and on ({gpu_id}) "
                  f"quantile_over_time(0.5, gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
     fast = [Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None)]
-    # Signals that read the peers' medians are recorded under the same name after them, so the peer
-    # statistics leave them out.
-    own = recent(value, s, f"signal!~\"{'|'.join(b.signal for b in catalog.baselines if b.reads_peers)}\"" if relative else "")
+    own = recent(value, s)
     for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
                                    ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
         by = promql.by(labels)
@@ -61,9 +59,12 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
         fast.append(Rule(record=mad, expr=(
             f"quantile by ({by}) (0.5,\n"
             f"  abs({own} - on ({by}) group_left () {recent(median, s)})\n)")))
+    now = recent(value, s)
     if relative:
-        fast.append(Rule(record=value, expr="\nor\n".join(relative)))
-    history = [Rule(record=hourly, expr=_once_per(recent(value, s), hourly, "hour"))]
+        # Signals that read the peers' medians: recorded after them, under their own name.
+        fast.append(Rule(record=conventions.BASELINE_VALUE_VS_NODE, expr="\nor\n".join(relative)))
+        now = f"{now}\nor\n{recent(conventions.BASELINE_VALUE_VS_NODE, s)}"
+    history = [Rule(record=hourly, expr=_once_per(now, hourly, "hour"))]
     # Daily sums of the hourly points: the long-window mean and stddev add up 14 of these per GPU and
     # signal instead of reading 336 hourly points (exact: population variance).
     day = f"{hourly}[{DAY_OF_POINTS}]"
@@ -146,7 +147,7 @@ def _at_least(expr: str, floor: str) -> str:
 def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, settings: Settings, t) -> str:
     m = _matching(signals)
     direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
-    value, mean = conventions.BASELINE_VALUE, conventions.BASELINE_HISTORY_MEAN
+    value, mean = value_record(signals[0]), conventions.BASELINE_HISTORY_MEAN
     delta = f"(({recent(value, settings, m)} - {recent(mean, settings, m)}) * on (signal) group_left () {direction})"
     floor = _param({b.signal: b.floor.value for b in signals})
     stddev = recent(conventions.BASELINE_HISTORY_STDDEV, settings, m)
@@ -157,7 +158,7 @@ def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, s
     if guard:
         g = _of(guard.signal)
         lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({recent(value, settings, g)} / {recent(mean, settings, g)} - 1) < {t['same_load_ratio']}")
+                     f"abs({recent(value_record(guard), settings, g)} / {recent(mean, settings, g)} - 1) < {t['same_load_ratio']}")
     return "\n".join(lines)
 
 
@@ -250,9 +251,14 @@ def _days_present(matchers: str, settings: Settings) -> str:
     return f"count_over_time({_selector(conventions.BASELINE_DAILY_COUNT, matchers)}[{_days(settings.baselines.window)}])"
 
 
+def value_record(b: BaselineSignal) -> str:
+    """The record of a signal's value now: signals that read the peers' medians have their own."""
+    return conventions.BASELINE_VALUE_VS_NODE if b.reads_peers else conventions.BASELINE_VALUE
+
+
 def history_delta(b: BaselineSignal) -> str:
     """How far the last 30 minutes are from the GPU's history mean, positive in the harmful direction."""
-    now = _sel(conventions.BASELINE_VALUE, b.signal)
+    now = _sel(value_record(b), b.signal)
     mean = history_read(conventions.BASELINE_HISTORY_MEAN, _of(b.signal))
     return f"({now} - {mean})" if b.direction == "up" else f"({mean} - {now})"
 

@@ -1,11 +1,10 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-import re
-
-from .. import conventions, promql
-from ..catalog import METRIC_TOKEN
+from .. import conventions, promql, promql_tree
+from ..catalog import METRIC_PREFIXES
 from ..errors import Collector
+from ..fields import did_you_mean
 from ..model import Catalog, FailureMode
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..settings import Settings
@@ -31,8 +30,10 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     recording: list[Rule] = []
     limit_keys = _used_limit_keys(catalog)
     for signal in catalog.signals:
+        reported = len(errors.items)
         expr = templates.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
-        _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics)
+        _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
+                    required=len(errors.items) == reported)
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
         if signal.record == "gpu:dcgm_reporting:timestamp":
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
@@ -61,9 +62,10 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
         for spec in fm.alerts:
             what = f"failure mode {fm.id} ({spec.severity})"
+            reported = len(errors.items)
             expr = templates.render(spec.expr, context, spec.where, errors, what)
             expr = _unless_covered(expr, fm, catalog, settings)
-            _check_expr(expr, spec.where, errors, what, recorded, known_metrics)
+            _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported)
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
             description = templates.render(spec.description, context, spec.where, errors, what + " description")
             alert_groups.setdefault(fm.group, []).append(
@@ -117,16 +119,7 @@ def _baseline_recording(catalog, settings, base, context, errors, recorded, know
 def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
     """Recording rules the alerts read, directly or through other recording rules. The rest only
     feed dashboards: they go to aggregates.yaml, which scenario tests need not evaluate."""
-    by_name = {r.record: r for r in recording}
-    todo = [name for a in alert_rules for name in promql.recorded_names(a.expr)]
-    needed: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in needed or name not in by_name:
-            continue
-        needed.add(name)
-        todo.extend(promql.recorded_names(by_name[name].expr))
-    return needed
+    return set(promql_tree.Graph(recording).records_read(a.expr for a in alert_rules))
 
 
 def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
@@ -144,7 +137,8 @@ def _used_limit_keys(catalog: Catalog) -> list[str]:
     """Only the limits some expression reads: each costs a selector per model at every evaluation."""
     texts = ([s.expr for s in catalog.signals] + [a.expr for fm in catalog.failure_modes for a in fm.alerts]
              + [b.value for b in catalog.baselines])
-    return [k for k in catalog.limit_keys if any(re.search(r"limit\.%s\b" % k, t) for t in texts)]
+    used = {key for t in texts for key in templates.attributes_used(t, "limit")}
+    return [k for k in catalog.limit_keys if k in used]
 
 
 def _model_limit_rules(catalog: Catalog, settings: Settings, keys: list[str]) -> list[Rule]:
@@ -228,16 +222,23 @@ def _indent(text: str, n: int) -> str:
     return "\n".join((" " * n + line) if line else line for line in text.splitlines())
 
 
-def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics) -> None:
+def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics, required: bool = False) -> None:
+    """Report what would make the rule fail to load, by its catalog position. An empty expression is
+    a problem only where one is required and its template rendered (a template error is reported)."""
     if not expr:
+        if required:
+            errors.add(where, "promql-syntax", f"{what}: empty expression")
         return
-    for problem in promql.syntax_problems(expr):
+    problems = promql.syntax_problems(expr) or promql_tree.problems(expr)
+    for problem in problems:
         errors.add(where, "promql-syntax", f"{what}: {problem}")
-    for name in sorted(promql.recorded_names(expr) - recorded):
-        from ..fields import did_you_mean
+    if problems:
+        return
+    for name in sorted(set(promql_tree.recorded_names(expr)) - recorded):
         errors.add(where, "unknown-signal", f"{what}: unknown recording rule {name!r}{did_you_mean(name, recorded)}")
-    for name in sorted(set(METRIC_TOKEN.findall(expr)) - known_metrics):
-        errors.add(where, "unknown-metric", f"{what}: unknown metric {name!r}")
+    exporter = {n for n in promql_tree.metric_names(expr) if n.startswith(METRIC_PREFIXES)}
+    for name in sorted(exporter - known_metrics):
+        errors.add(where, "unknown-metric", f"{what}: unknown metric {name!r}{did_you_mean(name, known_metrics)}")
 
 
 

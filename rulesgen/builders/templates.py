@@ -6,6 +6,7 @@ is an error naming the catalog line, never an empty string in a rule.
 from __future__ import annotations
 
 import jinja2
+from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from .. import conventions, promql
@@ -157,3 +158,35 @@ def render(template: str, context: dict, where: Where, errors: Collector, what: 
     except jinja2.TemplateError as exc:  # pragma: no cover - defensive
         errors.add(where, "template-error", f"{what}: {exc}")
     return ""
+
+
+def _syntax_tree(template: str) -> nodes.Template | None:
+    try:
+        return _ENV.parse(template)
+    except jinja2.TemplateSyntaxError:
+        return None  # render() reports it, with its line
+
+
+def attributes_used(template: str, name: str) -> set[str]:
+    """Keys a template reads from the context entry `name` ([[ limit.x ]] or [[ limit["x"] ]])."""
+    tree = _syntax_tree(template)
+    out: set[str] = set()
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem)) if tree else ():
+        if isinstance(node.node, nodes.Name) and node.node.name == name:
+            if isinstance(node, nodes.Getattr):
+                out.add(node.attr)
+            elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+                out.add(node.arg.value)
+    return out
+
+
+def names_used(template: str) -> set[str]:
+    """Identifiers a template names inside its placeholders: attributes ([[ m.DCGM_FI_X ]]) and
+    string arguments that are names ([[ rate("DCGM_FI_X", "5m") ]]); the PromQL around them is
+    checked once rendered (rules.py)."""
+    tree = _syntax_tree(template)
+    out = {n.attr for n in tree.find_all(nodes.Getattr)} if tree else set()
+    for const in tree.find_all(nodes.Const) if tree else ():
+        if isinstance(const.value, str) and const.value and all(ch.isalnum() or ch == "_" for ch in const.value):
+            out.add(const.value)
+    return out

@@ -19,32 +19,17 @@ promtool, and both are handled here, not in the rules:
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from ..durations import format_duration
 from ..output import Rule, RuleFile, RuleGroup
+from ..promql_tree import Graph
 from ..scenarios import Expectation, Scenario
 from .promtool_tests import document, expectation_expr, first_firing_expr, unexpected_expr
 
 TESTS_DIR = "tests/vmalert"
 RULES_DIR = "tests/vmalert/rules"
 RULES_FILE = f"{RULES_DIR}/levels.yaml"
-ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_BRACKETS = re.compile(r"\[[^\]]*\]")
-_IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-
-
-def read_names(expr: str) -> set[str]:
-    """Identifiers an expression mentions outside strings and range brackets (a superset of the
-    series it reads; callers intersect it with the names rules write)."""
-    return set(_IDENT.findall(_BRACKETS.sub("[]", _STRING.sub('""', expr))))
-
-
-def written_names(rule: Rule) -> tuple[str, ...]:
-    return (rule.record,) if rule.record else ALERT_SERIES
 
 
 def rule_levels(rules: Sequence[Rule]) -> list[int]:
@@ -57,11 +42,8 @@ def rule_levels(rules: Sequence[Rule]) -> list[int]:
     rule gets a higher level than that rule; a rule that is read by an earlier rule gets at least that
     rule's level (same level: same group, evaluated after it; higher level: a later group). Both kinds
     of edge point from an earlier rule to a later one, so one pass in order settles every level."""
-    writers: dict[str, list[int]] = {}
-    for i, r in enumerate(rules):
-        for name in written_names(r):
-            writers.setdefault(name, []).append(i)
-    reads = [{j for name in read_names(r.expr) for j in writers.get(name, ())} - {i} for i, r in enumerate(rules)]
+    graph = Graph(rules)
+    reads = [graph.read_rules(i) - {i} for i in range(len(rules))]
     level = [1] * len(rules)
     for k in range(len(rules)):
         floor = [level[j] + 1 for j in reads[k] if j < k]  # reads an earlier rule: after its flush

@@ -2,9 +2,9 @@
 `dcgm-exporter -f`), a Helm values snippet (`customMetrics`) and the chart's ConfigMap."""
 from __future__ import annotations
 
-from ..catalog import METRIC_TOKEN
 from ..model import Catalog
 from ..output import Artifact, RuleSet
+from ..promql_tree import metric_names
 from .yamltext import dump, header
 
 CSV_PATH = "exporter/dcgm-counters.csv"
@@ -12,8 +12,8 @@ CSV_PATH = "exporter/dcgm-counters.csv"
 
 def fields_read(catalog: Catalog, rules: RuleSet) -> list[str]:
     """Canonical names of every DCGM field some rendered rule reads (aliases map to their field)."""
-    used = {t for r in rules.rules for t in METRIC_TOKEN.findall(r.expr)}
-    names = {catalog.metric(t).name for t in used}
+    known = {n for m in catalog.metrics for n in m.names}
+    names = {catalog.metric(n).name for r in rules.rules for n in metric_names(r.tree) if n in known}
     return [m.name for m in catalog.metrics if m.name in names]
 
 

@@ -17,6 +17,11 @@ def _name(path: str) -> str:
     return "rulesgen-" + PurePosixPath(path).stem.replace("_", "-")
 
 
+def resource_path(rule_file: str, kind: tuple[str, str, str]) -> str:
+    """Where the resource of kind (PROMETHEUS_RULE, VMRULE) wrapping a rule file is written."""
+    return f"{kind[2]}/{_name(rule_file)}.yaml"
+
+
 def _metadata(name: str, out: KubeOutput, extra_labels=(), annotations=()) -> dict:
     meta: dict = {"name": name, "namespace": out.namespace}
     labels = {"app.kubernetes.io/managed-by": "rulesgen", **dict(out.labels), **dict(extra_labels)}
@@ -31,7 +36,7 @@ def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str,
     artifacts = []
     for f in rule_files:
         doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f)}
-        artifacts.append(Artifact(f"{folder}/{_name(f.path)}.yaml", header([f"{kind_name}: {f.description}"]) + dump(doc)))
+        artifacts.append(Artifact(resource_path(f.path, kind), header([f"{kind_name}: {f.description}"]) + dump(doc)))
     return artifacts + [kustomization(folder, artifacts)]
 
 

@@ -23,7 +23,7 @@ def baseline_panels(ctx: Context) -> list[Panel]:
     node = ctx.variables.matchers(("cluster", "host"))
     panels = []
     for b in ctx.catalog.baselines:
-        now = ctx.gpu_series(conventions.BASELINE_VALUE, f'signal="{b.signal}"')
+        now = ctx.gpu_series(baseline_rules.value_record(b), f'signal="{b.signal}"')
         # written hourly: read with last_over_time, or the band is a dot an hour
         mean = baseline_rules.history_read(conventions.BASELINE_HISTORY_MEAN,
                                            ctx.gpu_matchers(f'signal="{b.signal}"'))

@@ -2,12 +2,11 @@
 dashboard variables, and how a query is filtered by them."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from grafanalib.core import Template
 
-from ... import promql
+from ... import promql, promql_tree
 from ...model import Catalog, FailureMode
 from ...output import RuleSet
 from ...settings import Settings
@@ -121,19 +120,17 @@ class Context:
         return f"{expr}\n  * on ({self.gpu_id}) group_left ({wl}) {with_pod}"
 
     def filtered(self, expr: str, scope: str) -> str:
-        """Add the cluster and host variables' matchers to every series selector in expr: every
-        aggregation keeps the cluster label, and the catalog's peer groups never span nodes."""
-        pattern = re.compile(r'"(?:[^"\\]|\\.)*"|(?<![\w:])(' + "|".join(map(re.escape, self.series_names))
-                             + r')(\{[^}]*\})?(?![\w:(])')
+        """Add the cluster and host variables' matchers to every series selector in expr (printed
+        from its syntax tree, on one line): every aggregation keeps the cluster label, and the
+        catalog's peer groups never span nodes."""
+        known = set(self.series_names)
 
-        def add(m: re.Match) -> str:
-            if not m.group(1):
-                return m.group(0)
-            keys = [k for k in LEVEL_KEYS[level(m.group(1))] if k in SCOPE_KEYS[scope] and k in ("cluster", "host")]
-            inner = (m.group(2) or "{}")[1:-1].strip()
-            matchers = ", ".join(x for x in (inner, self.variables.matchers(keys)) if x)
-            return f"{m.group(1)}{{{matchers}}}"
-        return pattern.sub(add, expr)
+        def add(s: promql_tree.Selector) -> list[str]:
+            if s.name not in known:
+                return []
+            keys = [k for k in LEVEL_KEYS[level(s.name)] if k in SCOPE_KEYS[scope] and k in ("cluster", "host")]
+            return [self.variables.matchers(keys)]
+        return promql_tree.with_matchers(expr, add)
 
     def legend(self, scope: str, extra_labels=()) -> str:
         host = self.settings.host_label

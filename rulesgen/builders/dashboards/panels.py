@@ -5,7 +5,7 @@ from __future__ import annotations
 import attr
 from grafanalib.core import DataLink, Panel, Stat, Target, TimeSeries
 
-from ... import conventions, promql
+from ... import conventions, promql_tree
 from ...model import FailureMode
 from .context import DATASOURCE, Context, level
 from .prose import comparison_description, comparison_title, comparison_unit, describe, one_line, record_description, record_title
@@ -72,7 +72,7 @@ def comparison_panel(ctx: Context, fm: FailureMode, c: Comparison, legend: str) 
     targets = [target(query(c.lhs), legend)]
     reference = c.value is None
     if reference:
-        per_model = fm.scope == "gpu" and any(level(n) == "model" for n in promql.recorded_names(c.rhs))
+        per_model = fm.scope == "gpu" and any(level(n) == "model" for n in promql_tree.recorded_names(c.rhs))
         targets.append(target(query(ctx.per_gpu(c.rhs) if per_model else c.rhs), "alert line: " + legend, "B"))
     return time_series(comparison_title(c), comparison_description(ctx, fm, c), comparison_unit(ctx, c), targets,
                        runbook_link(ctx, fm), threshold_steps(c.op, c.value, c.severity), ("B",) if reference else ())
@@ -100,8 +100,7 @@ def alert_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     reading = alert_reading(ctx, fm)
     legend = ctx.legend(fm.scope, reading.extra_labels)
     panels: list[Panel] = [comparison_panel(ctx, fm, c, legend) for c in reading.comparisons]
-    compared = " ".join(c.lhs + " " + c.rhs for c in reading.comparisons)
-    shown = promql.recorded_names(compared)
+    shown = {n for c in reading.comparisons for side in (c.lhs, c.rhs) for n in promql_tree.recorded_names(side)}
     panels += [record_panel(ctx, fm, r, legend) for r in reading.records if r not in shown and not _plumbing(r)]
     if panels:
         panels[0] = attr.evolve(panels[0], title=f"{fm.title}: {panels[0].title}")

@@ -2,9 +2,8 @@
 carries (what it shows, what normal looks like, what to do)."""
 from __future__ import annotations
 
-import re
-
-from ... import conventions, promql
+from ... import conventions, promql, promql_tree
+from ...durations import format_duration
 from ...model import FailureMode
 from .context import Context
 from .reading import Comparison
@@ -35,16 +34,13 @@ def record_title(record: str) -> str:
     return humanize(metric if operation in ("max", "min", "avg", "ratio", "value") else f"{metric}_{operation}")
 
 
-_WRAPPED = re.compile(r"^\s*(?:(?P<fn>[a-z_]+)\((?:\s*(?P<phi>[0-9.]+)\s*,)?)?\s*(?P<name>[a-z]+:[a-z0-9_]+:[a-z0-9_]+)(?:\{[^}]*\})?"
-                      r"(?:\[(?P<window>[^\]]+)\])?\s*\)?\s*$")
-
-
 def wrapped_record(lhs: str) -> tuple[str, str | None, str | None] | None:
     """(record, function, window) when lhs is one recording rule, alone or inside one function."""
-    m = _WRAPPED.match(lhs)
-    if not m or (m.group("fn") is None) != (m.group("window") is None):
+    w = promql_tree.wrapped_series(lhs)
+    if not w or not w.selector.name or not promql_tree.is_record(w.selector.name):
         return None
-    return m.group("name"), m.group("fn"), m.group("window")
+    window = format_duration(w.selector.range) if w.selector.range is not None else None
+    return w.selector.name, w.function, window
 
 
 def comparison_title(c: Comparison) -> str:
@@ -57,7 +53,8 @@ def comparison_title(c: Comparison) -> str:
         return f"{record_title(record)} ({how} over {window})" if fn in UNIT_KEEPING else f"{record_title(record)}: {fn} in {window}"
     if c.threshold:
         return f"{humanize(c.threshold.name)} ({c.threshold.unit})"
-    return humanize(c.lhs.split("{")[0])
+    alone = promql_tree.wrapped_series(c.lhs)
+    return humanize(alone.selector.name if alone and alone.function is None and alone.selector.name else c.lhs)
 
 
 def comparison_unit(ctx: Context, c: Comparison) -> str:

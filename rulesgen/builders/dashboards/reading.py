@@ -1,20 +1,17 @@
-"""What a failure mode's alerts read, from their expressions as the rules builder renders them:
-the comparisons they make (each threshold recognised by a marker left in its place) and the
-recording rules they name."""
+"""What a failure mode's alerts read, from the syntax trees of their expressions as the rules
+builder renders them: the comparisons they make (each threshold recognised by a marker left in its
+place) and the recording rules they name."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ... import conventions, promql
+from ... import conventions, promql, promql_tree
 from ...errors import Collector
 from ...model import FailureMode, Threshold
 from .. import templates
-from .comparisons import comparisons
 from .context import Context
 
-_MARKER = re.compile(r"__threshold_(\w+?)__")
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?([eE][-+]?\d+)?$")
+MARKER_PREFIX, MARKER_SUFFIX = "__threshold_", "__"  # a threshold's place: a series name in the tree
 
 
 @dataclass(frozen=True)
@@ -32,12 +29,25 @@ class Comparison:
 def _marked_expr(ctx: Context, fm: FailureMode, spec) -> str:
     """The alert expression as the rules builder renders it, with each threshold left as a marker."""
     context = templates.mode_context(templates.base_context(ctx.catalog, ctx.settings), fm, ctx.settings)
-    context["t"] = type(context["t"])(f"threshold of {fm.id}", {t.name: f"__threshold_{t.name}__" for t in fm.thresholds})
+    context["t"] = type(context["t"])(f"threshold of {fm.id}",
+                                      {t.name: f"{MARKER_PREFIX}{t.name}{MARKER_SUFFIX}" for t in fm.thresholds})
     return templates.render(spec.expr, context, spec.where, Collector(), fm.id)
 
 
-def _with_values(text: str, values: dict[str, float]) -> str:
-    return _MARKER.sub(lambda m: promql.format_number(values[m.group(1)]), text)
+def _marker(s: promql_tree.Selector) -> str | None:
+    """The threshold a marker stands for."""
+    name = s.name or ""
+    if name.startswith(MARKER_PREFIX) and name.endswith(MARKER_SUFFIX) and not s.matchers and s.range is None:
+        return name[len(MARKER_PREFIX):-len(MARKER_SUFFIX)]
+    return None
+
+
+def _with_values(expr, values: dict[str, float]) -> str:
+    """The expression on one line, each threshold's value in place of its marker."""
+    def value(s: promql_tree.Selector) -> str | None:
+        name = _marker(s)
+        return promql.format_number(values[name]) if name else None
+    return promql_tree.to_text(expr, value)
 
 
 @dataclass(frozen=True)
@@ -56,17 +66,21 @@ def alert_reading(ctx: Context, fm: FailureMode) -> AlertReading:
     extra: list[str] = []
     known = {*ctx.settings.gpu_labels, *ctx.settings.workload_labels, "workload"}
     for spec in fm.alerts:
-        expr = _marked_expr(ctx, fm, spec)
+        text = _marked_expr(ctx, fm, spec)
+        if not text:
+            continue  # a template error: build_rules reports it
+        tree = promql_tree.parse(text)
         severity = ctx.severity(fm, spec.severity)
         alert = conventions.alert_name(fm.id, spec.severity, len(fm.alerts))
-        for lhs, op, rhs in comparisons(expr):
-            marker = _MARKER.fullmatch(rhs.strip())
-            threshold = by_name[marker.group(1)] if marker else None
-            value = values[threshold.name] if threshold else (float(rhs) if _NUMBER.match(rhs.strip()) else None)
-            lhs = _with_values(lhs, values)
-            found.setdefault(lhs, Comparison(lhs, op, _with_values(rhs, values), threshold, value, severity, alert))
-        plain = _with_values(expr, values)
-        records += sorted(promql.recorded_names(plain) - set(records), key=plain.find)
-        for labels in re.findall(r"\bby\s*\(([^)]*)\)", plain):
-            extra += [x.strip() for x in labels.split(",") if x.strip() and x.strip() not in known | set(extra)]
+        for c in promql_tree.comparisons(tree):
+            alone = promql_tree.wrapped_series(c.rhs)
+            name = _marker(alone.selector) if alone and alone.function is None else None
+            threshold = by_name[name] if name else None
+            value = values[threshold.name] if threshold else promql_tree.number(c.rhs)
+            lhs = _with_values(c.lhs, values)
+            found.setdefault(lhs, Comparison(lhs, c.op, _with_values(c.rhs, values), threshold, value, severity, alert))
+        records += [r for r in promql_tree.recorded_names(tree) if r not in records]
+        for kind, labels in promql_tree.grouping(tree):
+            if kind == "by":
+                extra += [x for x in labels if x not in known | set(extra)]
     return AlertReading(tuple(found.values()), tuple(records), tuple(extra))
