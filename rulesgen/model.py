@@ -169,6 +169,9 @@ class FailureMode:
     # Symptoms of this fault that stay quiet on the same GPU while it is pending or firing:
     # (failure mode, baseline signal or "" for all of its alerts).
     covers: tuple[tuple[str, str], ...] = ()
+    # The alert label a `covers` value of another mode is matched on, when that mode covers this one only
+    # for some of its alerts (baseline_deviation: signal; dcgm_health: health_error_code).
+    cover_label: str = "signal"
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:

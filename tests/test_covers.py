@@ -49,3 +49,21 @@ def test_covers_naming_an_unknown_failure_mode_is_an_error(minimal_catalog, tmp_
     assert result.returncode == 1
     assert "failure_modes.yaml:" in result.stderr and "error[unknown-failure-mode]" in result.stderr
     assert "hot_gpus" in result.stderr
+
+
+# --- severity-aware covers ---------------------------------------------------------------------------
+
+from rulesgen import covers as cov  # noqa: E402
+from rulesgen.settings import Settings  # noqa: E402
+
+
+def test_no_inhibit_rule_lets_a_weaker_alert_silence_a_stronger_one():
+    catalog = load_catalog(bundled_catalog_dir())
+    settings = Settings()
+    modes = {m.id: m for m in catalog.failure_modes}
+    found = cov.inhibits(catalog, settings)
+    assert found
+    for rule in found:
+        sources = rule.source_severities or cov.severities(modes[rule.source], settings)
+        targets = (rule.target_severity,) if rule.target_severity else cov.severities(modes[rule.target], settings)
+        assert max(cov.RANK[s] for s in sources) <= min(cov.RANK[t] for t in targets), rule
