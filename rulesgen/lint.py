@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .conventions import is_sparse
 from .errors import RulesgenError
 from .fields import parse_duration
 from .yamlsource import Node, load_file, where_of
@@ -28,6 +29,9 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.code}: {self.message}"
+
+
+DAY = 86400
 
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600) -> list[Finding]:
@@ -61,6 +65,9 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int) -> 
         seconds = parse_duration(window)
         if seconds is not None and seconds >= long_window and ":" not in metric:
             add("raw-long-window", f"[{window}] over raw series {metric}: downsample with a recording rule first")
+        elif seconds is not None and seconds >= DAY and ":" in metric and not is_sparse(metric):
+            add("dense-long-window", f"[{window}] over recorded series {metric}, written at every evaluation: count "
+                                     "an event series (one sample per event, named ...:onset) or read daily sums")
     if "alert" in rule:
         rule_line = where_of(rule, "alert").line
         if "for" not in rule:

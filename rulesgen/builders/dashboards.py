@@ -21,6 +21,7 @@ from grafanalib.core import Dashboard as GrafanaDashboard
 
 from .. import conventions, promql
 from ..errors import Collector
+from ..fields import format_duration
 from ..model import Catalog, FailureMode, Threshold
 from ..output import RuleSet
 from ..settings import Settings
@@ -315,6 +316,8 @@ def _threshold_values(ctx: Context, fm: FailureMode) -> dict[str, float]:
 
 
 def _with_values(text: str, values: dict[str, float]) -> str:
+    """Thresholds back in: a number, or a duration where the threshold is a range (`| window`)."""
+    text = re.sub(r"\[" + _MARKER.pattern + r"\]", lambda m: f"[{format_duration(int(values[m.group(1)]))}]", text)
     return _MARKER.sub(lambda m: promql.format_number(values[m.group(1)]), text)
 
 

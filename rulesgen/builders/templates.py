@@ -10,7 +10,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from .. import conventions, promql
 from ..errors import Collector, Where
-from ..fields import did_you_mean
+from ..fields import did_you_mean, format_duration
 from ..model import Catalog, FailureMode
 from ..settings import Settings
 
@@ -20,6 +20,21 @@ _ENV = SandboxedEnvironment(
     comment_start_string="[#", comment_end_string="#]",
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False,
 )
+
+
+def _window(seconds) -> str:
+    """A threshold in seconds as a PromQL range, `[[ t.window | window ]]` -> [1d] (a bare `[[[` would read
+    as a template list)."""
+    if str(seconds).startswith("__threshold_"):  # the dashboards' threshold marker: kept for them to fill
+        return f"[{seconds}]"
+    value = float(seconds)
+    if value <= 0 or value != int(value):
+        raise KeyError(f"window of {seconds!r} s: a range needs a positive whole number of seconds")
+    return f"[{format_duration(int(value))}]"
+
+
+_ENV.filters["window"] = _window
+_ENV.filters["duration"] = lambda seconds: format_duration(int(float(seconds)))  # 86400 -> 1d, for annotations
 
 
 class _Lookup(dict):
