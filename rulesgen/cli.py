@@ -341,6 +341,11 @@ def explain(failure_mode, catalog, config):
         for source, values in covered_by.items():
             values = [v for v in values if v]
             click.echo(wrap(f"covered by {source}" + (f" ({', '.join(values)})" if values else "") + " on the same GPU"))
+    health = plan.catalog.health
+    if health is not None and health.failure_mode == fm.id:
+        click.echo(f"\nDCGM CODES (catalog/dcgm_health.yaml, label {health.label})")
+        click.echo(wrap("drain (critical on FAIL): " + ", ".join(c.code for c in health.codes if c.health_class == "drain")))
+        click.echo(wrap("every other code: warning, investigate"))
     click.echo("\nRUNBOOK\n  Check:")
     for line in fm.runbook.check:
         click.echo(f"   - {line}")

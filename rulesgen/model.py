@@ -11,6 +11,8 @@ GROUPS = ("health", "efficiency", "baselines", "fleet")
 SCOPES = ("gpu", "node", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
+# DCGM health error codes (catalog/dcgm_health.yaml): drain where DCGM and NVSentinel both take the GPU out.
+HEALTH_CLASSES = ("drain", "investigate")
 # How an XID class maps to severity and action: drain only where NVIDIA says reset, reboot or RMA.
 XID_CLASS_SEVERITY = {
     "application": ("info", "investigate"),
@@ -81,6 +83,41 @@ class Xid:
     @property
     def action(self) -> str:
         return XID_CLASS_SEVERITY[self.xid_class][1]
+
+
+@dataclass(frozen=True)
+class HealthCode:
+    """A DCGM health error code (DCGM_FR_*) as it appears in DCGM_EXP_GPU_HEALTH_STATUS's health_error_code."""
+    code: str
+    number: int
+    dcgm_severity: str
+    category: str
+    health_class: str  # drain | investigate
+    source: str
+    aliases: tuple[str, ...] = ()
+    nvsentinel_action: str | None = None
+    next_step: str | None = None
+    failure_modes: tuple[str, ...] = ()  # rulesgen failure modes that see the same fault (they cover it)
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.code, *self.aliases)
+
+
+@dataclass(frozen=True)
+class HealthTable:
+    """catalog/dcgm_health.yaml: the failure mode that alerts on DCGM's health verdict, the alert label that
+    carries the code, the watches and every code."""
+    failure_mode: str
+    label: str
+    watches: tuple[tuple[str, str], ...]
+    codes: tuple[HealthCode, ...]
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+    def regex(self, health_class: str) -> str:
+        """Regex of the code names (aliases too) of a class, for label matchers; NONE when empty."""
+        return "|".join(n for c in self.codes if c.health_class == health_class for n in c.names) or "NONE"
 
 
 @dataclass(frozen=True)
@@ -187,6 +224,7 @@ class Catalog:
     gpu_default: GpuModel
     gpu_models: tuple[GpuModel, ...]
     baselines: tuple[BaselineSignal, ...] = ()
+    health: HealthTable | None = None
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

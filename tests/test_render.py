@@ -77,8 +77,8 @@ def test_every_alert_carries_the_contract(rendered):
 
 def test_drain_only_for_certain_hardware_failures(rendered):
     drain = {a["labels"]["failure_mode"] for a in alerts(rendered) if a["labels"]["action"] == "drain"}
-    # xid_repeated: NVIDIA's reset-class XIDs again and again.
-    assert drain == {"gpu_lost", "ecc_uncorrectable", "memory_remap", "xid_error", "xid_repeated"}
+    # xid_repeated: NVIDIA's reset-class XIDs again and again; dcgm_health: DCGM and NVSentinel both say isolate.
+    assert drain == {"gpu_lost", "ecc_uncorrectable", "memory_remap", "xid_error", "xid_repeated", "dcgm_health"}
     for a in alerts(rendered):
         assert (a["labels"]["severity"] == "critical") == (a["labels"]["action"] == "drain"), a["alert"]
 

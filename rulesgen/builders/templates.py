@@ -127,6 +127,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         xid_classes.setdefault(x.xid_class, []).append(str(x.code))
     xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
     xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
+    # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
+    health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in ("drain", "investigate")}
 
     return {
         "sel": sel,
@@ -152,6 +154,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "workload_regex": settings.workload_regex.replace("\\", "\\\\").replace('"', '\\"'),
         "limit": _Lookup("gpu model limit", {k: conventions.limit_record(k) for k in catalog.limit_keys}),
         "xid": _Lookup("XID class", xid),
+        "health": _Lookup("DCGM health class", health),
     }
 
 
