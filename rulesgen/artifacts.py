@@ -10,6 +10,7 @@ from .builders.dashboards import build_dashboards
 from .builders.promtool_tests import scenario_test
 from .builders.rules import build_rules
 from .catalog import load_catalog
+from .covers import inhibits
 from .model import Catalog
 from .output import Artifact, RuleFile, RuleSet
 from .render import kube
@@ -100,7 +101,7 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, rules: RuleSet, ren
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
     if out.alertmanager:
-        extra.append(render_alertmanager(settings, [(m.id, t, sig) for m in catalog.failure_modes for t, sig in m.covers]))
+        extra.append(render_alertmanager(settings, inhibits(catalog, settings)))
     if out.runbooks:
         extra += render_runbooks(catalog, settings, rules)
     if out.exporter_counters:

@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from .builders import templates
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
-from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode,
-                    Alias, GpuModel, Metric, Runbook, Signal, Threshold, Xid)
+from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, HEALTH_CLASSES, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal,
+                    Catalog, FailureMode, Alias, GpuModel, HealthCode, HealthTable, Metric, Runbook, Signal, Threshold, Xid)
 from .yamlsource import load_file
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
-OPTIONAL_FILES = ("baselines.yaml",)  # a catalog without it renders no baseline rules
+OPTIONAL_FILES = ("baselines.yaml",  # a catalog without it renders no baseline rules
+                  "dcgm_health.yaml")  # without it DCGM's health verdict has no code classes and covers nothing
 RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
 LEVELS = ("gpu", "node", "job", "fleet", "model")
 METRIC_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")  # dcgm-exporter's series names
@@ -47,10 +49,13 @@ def load_catalog(directory: Path) -> Catalog:
     default, models = _gpu_models(docs["gpu_models.yaml"], errors)
     modes = _failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
     baselines = _baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs else []
-    _check_covers(modes, baselines, errors)
+    health = _health(docs["dcgm_health.yaml"], errors) if "dcgm_health.yaml" in docs else None
+    if health is not None:
+        modes = _with_health_covers(modes, health, errors)
+    _check_covers(modes, baselines, health, errors)
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
-                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines))
+                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines), health=health)
 
 
 def _top_list(doc, key, errors, what):
@@ -122,18 +127,84 @@ def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
     return tuple(out)
 
 
-def _check_covers(modes, baselines, errors) -> None:
-    """`covers` names failure modes (and baseline signals) that exist, and no mode covers itself."""
+def _check_covers(modes, baselines, health, errors) -> None:
+    """`covers` names failure modes (and baseline signals, or DCGM health codes) that exist, and no mode
+    covers itself."""
     ids = [m.id for m in modes]
     signals = [b.signal for b in baselines]
+    codes = [n for c in health.codes for n in c.names] if health is not None else []
     for m in modes:
         for target, signal in m.covers:
             if target not in ids or target == m.id:
                 errors.add(m.where, "unknown-failure-mode",
                            f"failure mode {m.id} covers {target!r}: not another failure mode{did_you_mean(target, ids)}")
-            if signal and signal not in signals:
+            if signal and health is not None and target == health.failure_mode:
+                if signal not in codes:
+                    errors.add(m.where, "unknown-signal",
+                               f"failure mode {m.id} covers DCGM health code {signal!r}: not in dcgm_health.yaml{did_you_mean(signal, codes)}")
+            elif signal and signal not in signals:
                 errors.add(m.where, "unknown-signal",
                            f"failure mode {m.id} covers signal {signal!r}: not in baselines.yaml{did_you_mean(signal, signals)}")
+
+
+def _health(doc, errors) -> HealthTable:
+    """catalog/dcgm_health.yaml: DCGM health error codes, their class and the failure modes that see them."""
+    top = Fields(doc, errors, "dcgm_health.yaml")
+    mode = top.str("failure_mode", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+    label = top.str("label", required=True, pattern=r"[a-zA-Z_][a-zA-Z0-9_]*") or "health_error_code"
+    watches = []
+    w_items, w_wheres = top.list("watches", required=True)
+    for item, w in zip(w_items, w_wheres):
+        wf = Fields(item, errors, "health watch", fallback=w)
+        watches.append((wf.str("name", required=True) or "?", wf.str("meaning", required=True) or ""))
+        wf.done()
+    codes, seen = [], {}
+    items, wheres = top.list("codes", required=True)
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "health code", fallback=w)
+        code = f.str("code", required=True, pattern=r"DCGM_FR_[A-Z0-9_]+") or "?"
+        aliases = tuple(f.str_list("aliases"))
+        for name in (code, *aliases):
+            if name in seen:
+                errors.add(f.at("code"), "duplicate-id", f"DCGM health code {name} already defined on line {seen[name].line}")
+            seen[name] = f.at("code")
+        codes.append(HealthCode(
+            code=code, number=int(f.num("number", required=True, integer=True, minimum=0) or 0), aliases=aliases,
+            dcgm_severity=f.str("dcgm_severity", required=True) or "", category=f.str("category", required=True) or "",
+            nvsentinel_action=f.str("nvsentinel_action"), next_step=f.str("next_step"),
+            health_class=f.str("class", required=True, choices=HEALTH_CLASSES) or "investigate",
+            failure_modes=tuple(f.str_list("failure_modes")), source=f.str("source", required=True) or "",
+            where=f.at("failure_modes") if f.has("failure_modes") else f.where))
+        f.done()
+    where = top.at("failure_mode")
+    top.done()
+    return HealthTable(failure_mode=mode, label=label, watches=tuple(watches), codes=tuple(codes), where=where)
+
+
+def _with_health_covers(modes, health: HealthTable, errors) -> list:
+    """The health table says which failure modes see the fault behind each DCGM code: each of them covers
+    DCGM's verdict with that code (the covers mechanism, matched on the table's label). The mode that
+    alerts on the verdict matches covers on that label."""
+    ids = [m.id for m in modes]
+    if health.failure_mode not in ids:
+        errors.add(health.where, "unknown-failure-mode",
+                   f"dcgm_health.yaml: failure_mode {health.failure_mode!r} is not a failure mode{did_you_mean(health.failure_mode, ids)}")
+    extra: dict[str, list[tuple[str, str]]] = {}
+    for c in health.codes:
+        for fm in c.failure_modes:
+            if fm not in ids or fm == health.failure_mode:
+                errors.add(c.where, "unknown-failure-mode",
+                           f"dcgm_health.yaml: code {c.code} names failure mode {fm!r}: not another failure mode{did_you_mean(fm, ids)}")
+                continue
+            extra.setdefault(fm, []).extend((health.failure_mode, n) for n in c.names)
+    out = []
+    for m in modes:
+        if m.id in extra:
+            m = replace(m, covers=m.covers + tuple(extra[m.id]))
+        if m.id == health.failure_mode:
+            m = replace(m, cover_label=health.label)
+        out.append(m)
+    return out
 
 
 def _signals(doc, errors, known_metrics):

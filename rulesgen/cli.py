@@ -329,6 +329,24 @@ def explain(failure_mode, catalog, config, scenarios):
             click.echo(textwrap.indent(rule.expr, "    "))
     if fm.id in dict(plan.rules.inactive):
         click.echo(f"  inactive: {dict(plan.rules.inactive)[fm.id]}")
+    covered_by = {}
+    for m in plan.catalog.failure_modes:
+        for target, value in m.covers:
+            if target == fm.id:
+                covered_by.setdefault(m.id, []).append(value)
+    if fm.covers or covered_by:
+        click.echo("\nONE FAULT, ONE ALERT")
+        for target in dict.fromkeys(t for t, _ in fm.covers):
+            values = [v for t, v in fm.covers if t == target and v]
+            click.echo(wrap(f"covers {target}" + (f" ({', '.join(values)})" if values else "") + " on the same GPU"))
+        for source, values in covered_by.items():
+            values = [v for v in values if v]
+            click.echo(wrap(f"covered by {source}" + (f" ({', '.join(values)})" if values else "") + " on the same GPU"))
+    health = plan.catalog.health
+    if health is not None and health.failure_mode == fm.id:
+        click.echo(f"\nDCGM CODES (catalog/dcgm_health.yaml, label {health.label})")
+        click.echo(wrap("drain (critical on FAIL): " + ", ".join(c.code for c in health.codes if c.health_class == "drain")))
+        click.echo(wrap("every other code: warning, investigate"))
     click.echo("\nRUNBOOK\n  Check:")
     for line in fm.runbook.check:
         click.echo(f"   - {line}")

@@ -77,6 +77,16 @@ BASELINE_HISTORY_MEAN = "gpu:dcgm_baseline_history:mean"
 BASELINE_HISTORY_STDDEV = "gpu:dcgm_baseline_history:stddev"
 
 
+# Event series (catalog/signals.yaml, "history"): one sample per event, nothing in between. With the daily
+# sums they are the only recorded series a rule may read over a day or more (rulesgen lint, dense-long-window).
+EVENT_OPERATION = "onset"
+
+
+def is_sparse(record: str) -> bool:
+    """A recorded series with a few samples a day: an event series or the baselines' daily sums."""
+    return record.endswith(":" + EVENT_OPERATION) or record in (BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM, BASELINE_DAILY_SUMSQ)
+
+
 def baseline_peers(level: str, statistic: str) -> str:
     """node:/fleet:dcgm_baseline_peers:median|mad: robust statistics of busy same-model peers."""
     return f"{level}:dcgm_baseline_peers:{statistic}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import promql_tree
+from .conventions import is_sparse
 from .errors import RulesgenError
 from .durations import format_duration, parse_duration
 from .yamlsource import Node, load_file, where_of
@@ -30,6 +31,9 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.code}: {self.message}"
+
+
+DAY = 86400
 
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600) -> list[Finding]:
@@ -76,6 +80,9 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
         if s.range is not None and s.range >= long_window and not any(promql_tree.is_record(n) for n in names):
             add("raw-long-window", f"[{format_duration(s.range)}] over raw series {'|'.join(names)}: "
                 "downsample with a recording rule first")
+        elif s.range is not None and s.range >= DAY and not all(is_sparse(n) for n in names):
+            add("dense-long-window", f"[{format_duration(s.range)}] over recorded series {'|'.join(names)}, written at "
+                "every evaluation: count an event series (one sample per event, named ...:onset) or read daily sums")
         for metric in names if s.range is None else ():
             if metric in (slow or {}):
                 add("instant-slow-record", f"reads {metric} (written every {slow[metric]}s) with an instant selector: "

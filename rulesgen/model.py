@@ -12,6 +12,8 @@ SCOPES = ("gpu", "node", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
 # XID classes; the alerts drain only on reset, reboot and rma (builders/templates.py: xid.drain).
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
+# DCGM health error codes (catalog/dcgm_health.yaml): drain where DCGM and NVSentinel both take the GPU out.
+HEALTH_CLASSES = ("drain", "investigate")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,41 @@ class Xid:
     source: str
     mnemonic: str | None = None
     nvidia_action: str | None = None
+
+
+@dataclass(frozen=True)
+class HealthCode:
+    """A DCGM health error code (DCGM_FR_*) as it appears in DCGM_EXP_GPU_HEALTH_STATUS's health_error_code."""
+    code: str
+    number: int
+    dcgm_severity: str
+    category: str
+    health_class: str  # drain | investigate
+    source: str
+    aliases: tuple[str, ...] = ()
+    nvsentinel_action: str | None = None
+    next_step: str | None = None
+    failure_modes: tuple[str, ...] = ()  # rulesgen failure modes that see the same fault (they cover it)
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.code, *self.aliases)
+
+
+@dataclass(frozen=True)
+class HealthTable:
+    """catalog/dcgm_health.yaml: the failure mode that alerts on DCGM's health verdict, the alert label that
+    carries the code, the watches and every code."""
+    failure_mode: str
+    label: str
+    watches: tuple[tuple[str, str], ...]
+    codes: tuple[HealthCode, ...]
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+    def regex(self, health_class: str) -> str:
+        """Regex of the code names (aliases too) of a class, for label matchers; NONE when empty."""
+        return "|".join(n for c in self.codes if c.health_class == health_class for n in c.names) or "NONE"
 
 
 @dataclass(frozen=True)
@@ -154,6 +191,9 @@ class FailureMode:
     # Symptoms of this fault that stay quiet on the same GPU while it is pending or firing:
     # (failure mode, baseline signal or "" for all of its alerts).
     covers: tuple[tuple[str, str], ...] = ()
+    # The alert label a `covers` value of another mode is matched on, when that mode covers this one only
+    # for some of its alerts (baseline_deviation: signal; dcgm_health: health_error_code).
+    cover_label: str = "signal"
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:
@@ -169,6 +209,7 @@ class Catalog:
     gpu_default: GpuModel
     gpu_models: tuple[GpuModel, ...]
     baselines: tuple[BaselineSignal, ...] = ()
+    health: HealthTable | None = None
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

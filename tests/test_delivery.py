@@ -139,6 +139,7 @@ groups:
     expr: avg by (cluster, pod) (DCGM_FI_DEV_GPU_UTIL)
   - alert: BadAlert
     expr: rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[30s]) > 0 and max_over_time(DCGM_FI_DEV_GPU_TEMP[2h]) > 80
+      or count_over_time(gpu:dcgm_xid:recent[1d]) > 5 or count_over_time(gpu:dcgm_xid:onset[1d]) > 5
     labels:
       severity: warning
       value: "{{ $value }}"
@@ -152,9 +153,11 @@ groups:
         f"{bad}:6: contract-annotation: BadAlert: missing annotation 'summary'",
         f"{bad}:6: contract-label: BadAlert: missing label 'action'",
         f"{bad}:6: contract-label: BadAlert: missing label 'failure_mode'",
+        f"{bad}:7: dense-long-window: BadAlert: [1d] over recorded series gpu:dcgm_xid:recent, written at every evaluation: "
+        "count an event series (one sample per event, named ...:onset) or read daily sums",
         f"{bad}:7: rate-window: BadAlert: rate() over [30s] is shorter than 4x the scrape interval (60s)",
         f"{bad}:7: raw-long-window: BadAlert: [2h] over raw series DCGM_FI_DEV_GPU_TEMP: downsample with a recording rule first",
-        f"{bad}:10: value-in-label: BadAlert: label 'value' uses $value: every new value starts a new alert",
+        f"{bad}:11: value-in-label: BadAlert: label 'value' uses $value: every new value starts a new alert",
     ]
     result = run_cli("lint", str(bad))
     assert result.returncode == 1 and "rate-window" in result.stdout

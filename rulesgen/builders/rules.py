@@ -1,7 +1,7 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from .. import conventions, promql, promql_tree
+from .. import conventions, covers, promql, promql_tree
 from ..catalog import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
@@ -64,7 +64,8 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             what = f"failure mode {fm.id} ({spec.severity})"
             reported = len(errors.items)
             expr = templates.render(spec.expr, context, spec.where, errors, what)
-            expr = _unless_covered(expr, fm, catalog, settings)
+            expr = _unless_covered(expr, fm, dict(settings.for_mode(fm.id).severity).get(spec.severity, spec.severity),
+                                   catalog, settings)
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported)
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
             description = templates.render(spec.description, context, spec.where, errors, what + " description")
@@ -185,27 +186,43 @@ def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str
         source=spec.where)
 
 
-def _unless_covered(expr: str, fm: FailureMode, catalog: Catalog, settings: Settings) -> str:
+def _unless_covered(expr: str, fm: FailureMode, severity: str, catalog: Catalog, settings: Settings) -> str:
     """One alert per fault: quiet while a failure mode that `covers` this one (catalog) is pending
-    or firing on the same GPU, e.g. the HBM-temperature baseline while memory_overheat holds."""
-    covering: dict[str, list[str]] = {}
-    for m in catalog.failure_modes:
-        for target, signal in m.covers:
-            if target == fm.id:
-                covering.setdefault(signal, []).append(m.id)
-    if not expr or not covering:
+    or firing on the same GPU, e.g. the HBM-temperature baseline while memory_overheat holds. Covers of
+    some of fm's alerts match on fm.cover_label (baseline_deviation: signal; dcgm_health: the DCGM code).
+    A covering mode that also alerts less severely counts only with its alerts at least as severe as this
+    one (rulesgen/covers.py)."""
+    groups = covers.covering(fm, catalog)
+    if not expr or not groups:
         return expr
     on = promql.by(settings.gpu_identity)
+    modes = {m.id: m for m in catalog.failure_modes}
 
-    def alerts(modes):
-        return f'ALERTS{{alertstate=~"pending|firing", failure_mode=~"{"|".join(sorted(modes))}"}}'
-    per_signal = [f'label_replace({alerts(modes)}, "signal", "{signal}", "", "")'
-                  for signal, modes in sorted(covering.items()) if signal]
+    def alerts(sources):
+        plain, filtered = [], {}
+        for source in sources:
+            allowed = covers.strong_enough(modes[source], severity, settings)
+            if allowed is None:
+                plain.append(source)
+            elif allowed:
+                filtered.setdefault(allowed, []).append(source)
+        parts = [f'ALERTS{{alertstate=~"pending|firing", failure_mode=~"{"|".join(sorted(plain))}"}}'] if plain else []
+        parts += [f'ALERTS{{alertstate=~"pending|firing", failure_mode=~"{"|".join(sorted(ms))}", severity=~"{"|".join(sev)}"}}'
+                  for sev, ms in sorted(filtered.items())]
+        return " or ".join(parts)
+
     out = f"(\n{_indent(expr.strip(), 2)}\n)"
-    if per_signal:
-        out += f"\nunless on ({on}, signal) (\n  " + "\n  or ".join(per_signal) + "\n)"
-    if "" in covering:
-        out += f"\nunless on ({on}) {alerts(covering[''])}"
+    per_value = [(g, alerts(g.sources)) for g in sorted(groups, key=lambda g: g.value) if g.value]
+    per_value = [(g, a) for g, a in per_value if a]
+    if per_value:
+        label = per_value[0][0].label
+        out += f"\nunless on ({on}, {label}) (\n  " + "\n  or ".join(
+            f'label_replace({a}, "{label}", "{g.value}", "", "")' for g, a in per_value) + "\n)"
+    whole = next((g for g in groups if not g.value), None)
+    if whole is not None:
+        a = alerts(whole.sources)
+        if a:
+            out += f"\nunless on ({on}) " + (a if " or " not in a else f"({a})")
     return out
 
 

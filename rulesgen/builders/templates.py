@@ -11,6 +11,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from .. import conventions, promql
 from ..errors import Collector, Where
+from ..durations import format_duration
 from ..fields import did_you_mean
 from ..model import Catalog, FailureMode
 from ..settings import Settings
@@ -21,6 +22,20 @@ _ENV = SandboxedEnvironment(
     comment_start_string="[#", comment_end_string="#]",
     undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False,
 )
+
+
+def _window(seconds) -> str:
+    """A threshold in seconds as a PromQL range, `[[ t.window | window ]]` -> [1d] (a bare `[[[` would read
+    as a template list)."""
+    # the dashboards' threshold marker (a comparison's place) carries its value: a range is no comparison
+    value = float(getattr(seconds, "threshold_value", seconds))
+    if value <= 0 or value != int(value):
+        raise KeyError(f"window of {seconds!r} s: a range needs a positive whole number of seconds")
+    return f"[{format_duration(int(value))}]"
+
+
+_ENV.filters["window"] = _window
+_ENV.filters["duration"] = lambda seconds: format_duration(int(float(getattr(seconds, "threshold_value", seconds))))  # 86400 -> 1d, for annotations
 
 
 class _Lookup(dict):
@@ -113,6 +128,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         xid_classes.setdefault(x.xid_class, []).append(str(x.code))
     xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
     xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
+    # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
+    health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in ("drain", "investigate")}
 
     return {
         "sel": sel,
@@ -138,6 +155,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "workload_regex": settings.workload_regex.replace("\\", "\\\\").replace('"', '\\"'),
         "limit": _Lookup("gpu model limit", {k: conventions.limit_record(k) for k in catalog.limit_keys}),
         "xid": _Lookup("XID class", xid),
+        "health": _Lookup("DCGM health class", health),
     }
 
 

@@ -6,6 +6,7 @@ exporter_down fires (everything else about it is stale); a failure mode's sympto
 while it fires on the same GPU."""
 from __future__ import annotations
 
+from ..covers import Inhibit
 from ..output import Artifact
 from ..settings import Settings
 from .yamltext import dump, header
@@ -13,9 +14,9 @@ from .yamltext import dump, header
 PATH = "alertmanager/rulesgen.yaml"
 
 
-def render_alertmanager(settings: Settings, covers: list[tuple[str, str, str]] = ()) -> Artifact:
-    """covers: (failure mode, covered failure mode, baseline signal or "") from the catalog: the
-    covered alert is a symptom of the same fault on the same GPU and is inhibited while both fire."""
+def render_alertmanager(settings: Settings, covers: list[Inhibit] = ()) -> Artifact:
+    """covers: the catalog's covers as inhibit rules (rulesgen/covers.py): the covered alert is a symptom of
+    the same fault on the same GPU (or DCGM's verdict on it) and is inhibited while both fire."""
     am = settings.alertmanager
     host, cluster = settings.host_label, settings.cluster_label
     route = {
@@ -41,10 +42,12 @@ def render_alertmanager(settings: Settings, covers: list[tuple[str, str, str]] =
         {"source_matchers": ['failure_mode="exporter_down"'], "target_matchers": ['failure_mode!="exporter_down"'],
          "equal": [cluster, host]},
     ]
-    for source, target, signal in covers:
-        matchers = [f'failure_mode="{target}"'] + ([f'signal="{signal}"'] if signal else [])
-        inhibit.append({"source_matchers": [f'failure_mode="{source}"'], "target_matchers": matchers,
-                        "equal": [cluster, host, "gpu", "UUID"]})
+    for c in covers:
+        source = [f'failure_mode="{c.source}"'] + ([_matcher("severity", c.source_severities)] if c.source_severities else [])
+        target = [f'failure_mode="{c.target}"'] + ([f'severity="{c.target_severity}"'] if c.target_severity else [])
+        if c.label and c.values:
+            target.append(_matcher(c.label, c.values))
+        inhibit.append({"source_matchers": source, "target_matchers": target, "equal": [cluster, host, "gpu", "UUID"]})
     receivers = [{"name": n} for n in sorted({am.page_receiver, am.ticket_receiver, am.null_receiver})]
     doc = {"route": route, "inhibit_rules": inhibit, "receivers": receivers}
     text = header([
@@ -54,3 +57,8 @@ def render_alertmanager(settings: Settings, covers: list[tuple[str, str, str]] =
         "null receiver has none: info alerts are for dashboards and job owners).",
     ]) + dump(doc)
     return Artifact(PATH, text)
+
+
+def _matcher(label: str, values) -> str:
+    values = tuple(values)
+    return f'{label}="{values[0]}"' if len(values) == 1 else f'{label}=~"{"|".join(values)}"'

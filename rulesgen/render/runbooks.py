@@ -45,7 +45,8 @@ def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet) -> lis
         index = [m.id for m in catalog.failure_modes if m.group == fm.group].index(fm.id)
         dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
                                               conventions.failure_mode_panel_id(index)).split("?")[0]
+        health = catalog.health if catalog.health is not None and catalog.health.failure_mode == fm.id else None
         text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=inactive.get(fm.id, ""),
-                               dashboard=dashboard)
+                               dashboard=dashboard, health=health)
         out.append(Artifact(runbook_path(fm.id), text))
     return out

@@ -26,11 +26,23 @@ class Comparison:
     alert: str
 
 
+class _Marker(str):
+    """A threshold's marker; a template filter that needs the number (a range) reads threshold_value."""
+    threshold_value: float
+
+
+def _marker_for(name: str, value: float) -> _Marker:
+    marker = _Marker(f"{MARKER_PREFIX}{name}{MARKER_SUFFIX}")
+    marker.threshold_value = value
+    return marker
+
+
 def _marked_expr(ctx: Context, fm: FailureMode, spec) -> str:
     """The alert expression as the rules builder renders it, with each threshold left as a marker."""
     context = templates.mode_context(templates.base_context(ctx.catalog, ctx.settings), fm, ctx.settings)
+    values = ctx.threshold_values(fm)
     context["t"] = type(context["t"])(f"threshold of {fm.id}",
-                                      {t.name: f"{MARKER_PREFIX}{t.name}{MARKER_SUFFIX}" for t in fm.thresholds})
+                                      {t.name: _marker_for(t.name, values[t.name]) for t in fm.thresholds})
     return templates.render(spec.expr, context, spec.where, Collector(), fm.id)
 
 
