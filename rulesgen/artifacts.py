@@ -101,7 +101,7 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, rules: RuleSet, ren
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
     if out.alertmanager:
-        extra.append(render_alertmanager(settings, inhibits(catalog, settings)))
+        extra.append(render_alertmanager(settings, catalog.routing, inhibits(catalog, settings)))
     if out.runbooks:
         extra += render_runbooks(catalog, settings, rules)
     if out.exporter_counters:

@@ -8,13 +8,15 @@ from pathlib import Path
 from .builders import templates
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
-from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, HEALTH_CLASSES, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal,
-                    Catalog, FailureMode, Alias, GpuModel, HealthCode, HealthTable, Metric, Runbook, Signal, Threshold, Xid)
+from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, HEALTH_CLASSES, RECEIVERS, SCOPES, SEVERITIES, SILENCE_SCOPES,
+                    XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode, Alias, GpuModel, HealthCode, HealthTable,
+                    Metric, Routing, Runbook, SeverityRoute, Signal, Silence, Threshold, Xid)
 from .yamlsource import load_file
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
 OPTIONAL_FILES = ("baselines.yaml",  # a catalog without it renders no baseline rules
-                  "dcgm_health.yaml")  # without it DCGM's health verdict has no code classes and covers nothing
+                  "dcgm_health.yaml",  # without it DCGM's health verdict has no code classes and covers nothing
+                  "alertmanager.yaml")  # without it: Alertmanager's default timings, no silences
 RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
 LEVELS = ("gpu", "node", "job", "fleet", "model")
 METRIC_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")  # dcgm-exporter's series names
@@ -53,9 +55,49 @@ def load_catalog(directory: Path) -> Catalog:
     if health is not None:
         modes = _with_health_covers(modes, health, errors)
     _check_covers(modes, baselines, health, errors)
+    routing = _routing(docs["alertmanager.yaml"], errors, [m.id for m in modes]) if "alertmanager.yaml" in docs else Routing()
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
-                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines), health=health)
+                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines), health=health,
+                   routing=routing)
+
+
+def _routing(doc, errors, mode_ids: list[str]) -> Routing:
+    """catalog/alertmanager.yaml: route timings, a receiver per severity, and the silencing failure modes."""
+    top = Fields(doc, errors, "alertmanager.yaml")
+    route = Fields(top.mapping("route", required=True), errors, "alertmanager.yaml route", fallback=top.at("route"))
+    timings = {}
+    for key in ("group_wait", "group_interval", "repeat_interval"):
+        tf = Fields(route.mapping(key, required=True), errors, f"route {key}", fallback=route.at(key))
+        timings[key] = tf.duration("value", required=True) or getattr(Routing(), key)
+        tf.str("source", required=True)
+        tf.done()
+    route.done()
+    severities = []
+    items, wheres = top.list("severities", required=True)
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "severity route", fallback=w)
+        severities.append(SeverityRoute(
+            severity=f.str("severity", required=True, choices=SEVERITIES) or "info",
+            receiver=f.str("receiver", required=True, choices=RECEIVERS) or "none",
+            repeat_interval=f.duration("repeat_interval"), source=f.str("source", required=True) or ""))
+        f.done()
+    missing = sorted(set(SEVERITIES) - {r.severity for r in severities})
+    if missing:
+        errors.add(top.at("severities"), "missing-key", f"alertmanager.yaml: no route for severity {', '.join(missing)}")
+    silences = []
+    items, wheres = top.list("silences")
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "silence", fallback=w)
+        mode = f.str("failure_mode", required=True) or "?"
+        if mode != "?" and mode not in mode_ids:
+            errors.add(f.at("failure_mode"), "unknown-failure-mode",
+                       f"alertmanager.yaml: silence names failure mode {mode!r}: not in failure_modes.yaml{did_you_mean(mode, mode_ids)}")
+        silences.append(Silence(failure_mode=mode, scope=f.str("scope", required=True, choices=SILENCE_SCOPES) or "gpu",
+                                source=f.str("source", required=True) or "", where=f.at("failure_mode")))
+        f.done()
+    top.done()
+    return Routing(severities=tuple(severities), silences=tuple(silences), **timings)
 
 
 def _top_list(doc, key, errors, what):

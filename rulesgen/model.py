@@ -200,6 +200,39 @@ class FailureMode:
         return {t.name: t for t in self.thresholds}[name]
 
 
+SILENCE_SCOPES = ("gpu", "node")
+RECEIVERS = ("page", "ticket", "none")
+
+
+@dataclass(frozen=True)
+class Silence:
+    """A failure mode whose firing alert inhibits every other alert of its scope (the GPU, or the node)."""
+    failure_mode: str
+    scope: str
+    source: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
+class SeverityRoute:
+    severity: str
+    receiver: str  # page | ticket | none (their names come from rulesgen.yaml)
+    repeat_interval: int | None  # seconds; None: the route's
+    source: str
+
+
+@dataclass(frozen=True)
+class Routing:
+    """catalog/alertmanager.yaml: how rulesgen's alerts are grouped, routed and silenced."""
+    group_wait: int = 30
+    group_interval: int = 300
+    repeat_interval: int = 4 * 3600
+    severities: tuple[SeverityRoute, ...] = (SeverityRoute("critical", "page", 3600, "default"),
+                                             SeverityRoute("warning", "ticket", 12 * 3600, "default"),
+                                             SeverityRoute("info", "none", None, "default"))
+    silences: tuple[Silence, ...] = ()
+
+
 @dataclass(frozen=True)
 class Catalog:
     metrics: tuple[Metric, ...]
@@ -210,6 +243,7 @@ class Catalog:
     gpu_models: tuple[GpuModel, ...]
     baselines: tuple[BaselineSignal, ...] = ()
     health: HealthTable | None = None
+    routing: Routing = Routing()
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

@@ -169,3 +169,31 @@ def test_promql_that_does_not_parse_names_the_catalog_line(minimal_catalog, tmp_
         "1 error(s); nothing written.",
     ]
     assert not out.exists()
+
+
+def test_alertmanager_catalog_names_failure_modes_that_exist(minimal_catalog):
+    """catalog/alertmanager.yaml holds the routing; a silence naming a renamed failure mode is an error
+    at load (not an inhibit rule that silently never matches), and every severity needs a route."""
+    am = minimal_catalog / "alertmanager.yaml"
+    am.write_text("""\
+route:
+  group_wait: {value: 30s, source: default}
+  group_interval: {value: 5m, source: default}
+  repeat_interval: {value: 4h, source: default}
+severities:
+  - {severity: critical, receiver: page, repeat_interval: 1h, source: s}
+  - {severity: warning, receiver: ticket, source: s}
+silences:
+  - {failure_mode: hot_gpus, scope: gpu, source: s}
+""")
+    assert errors_of(load_catalog, minimal_catalog) == [
+        f"{am}:5:1: error[missing-key]: alertmanager.yaml: no route for severity info",
+        f"{am}:9:6: error[unknown-failure-mode]: alertmanager.yaml: silence names failure mode 'hot_gpus': "
+        "not in failure_modes.yaml (did you mean 'hot_gpu'?)",
+    ]
+    edit(am, "hot_gpus", "hot_gpu")
+    edit(am, "  - {severity: warning", "  - {severity: info, receiver: none, source: s}\n  - {severity: warning")
+    routing = load_catalog(minimal_catalog).routing
+    assert [(r.severity, r.receiver, r.repeat_interval) for r in routing.severities] == [
+        ("critical", "page", 3600), ("info", "none", None), ("warning", "ticket", None)]
+    assert [(s.failure_mode, s.scope) for s in routing.silences] == [("hot_gpu", "gpu")]

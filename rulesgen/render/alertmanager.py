@@ -1,12 +1,14 @@
 """An Alertmanager route and inhibit_rules for rulesgen's alerts (validated with amtool check-config).
 
-critical pages, warning goes to a ticket receiver, info never notifies; grouped by cluster, host and
-failure mode. A GPU's other alerts are inhibited while its gpu_lost fires, and a node's while its
-exporter_down fires (everything else about it is stale); a failure mode's symptoms (catalog `covers`)
-while it fires on the same GPU."""
+Everything comes from the catalog (catalog/alertmanager.yaml): the timings, a receiver per severity
+(critical pages, warning goes to a ticket receiver, info never notifies), the failure modes that
+silence their GPU or node (gpu_lost, exporter_down); and a failure mode's symptoms (catalog `covers`)
+are inhibited while it fires on the same GPU. Grouped by cluster, host and failure mode."""
 from __future__ import annotations
 
 from ..covers import Inhibit
+from ..durations import format_duration
+from ..model import Routing
 from ..output import Artifact
 from ..settings import Settings
 from .yamltext import dump, header
@@ -14,40 +16,38 @@ from .yamltext import dump, header
 PATH = "alertmanager/rulesgen.yaml"
 
 
-def render_alertmanager(settings: Settings, covers: list[Inhibit] = ()) -> Artifact:
-    """covers: the catalog's covers as inhibit rules (rulesgen/covers.py): the covered alert is a symptom of
-    the same fault on the same GPU (or DCGM's verdict on it) and is inhibited while both fire."""
+def render_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibit] = ()) -> Artifact:
+    """routing: catalog/alertmanager.yaml. covers: the catalog's covers as inhibit rules (rulesgen/covers.py):
+    the covered alert is a symptom of the same fault on the same GPU (or DCGM's verdict on it) and is
+    inhibited while both fire."""
     am = settings.alertmanager
     host, cluster = settings.host_label, settings.cluster_label
+    receiver = {"page": am.page_receiver, "ticket": am.ticket_receiver, "none": am.null_receiver}
     route = {
         "receiver": am.null_receiver,
         "group_by": [cluster, host, "failure_mode"],
-        "group_wait": "30s",
-        "group_interval": "5m",
-        "repeat_interval": "4h",
+        "group_wait": format_duration(routing.group_wait),
+        "group_interval": format_duration(routing.group_interval),
+        "repeat_interval": format_duration(routing.repeat_interval),
         "routes": [{
             "matchers": ['failure_mode=~".+"'],
             "receiver": am.null_receiver,
             "group_by": [cluster, host, "failure_mode"],
-            "routes": [
-                {"matchers": ['severity="critical"'], "receiver": am.page_receiver, "repeat_interval": "1h"},
-                {"matchers": ['severity="warning"'], "receiver": am.ticket_receiver, "repeat_interval": "12h"},
-                {"matchers": ['severity="info"'], "receiver": am.null_receiver},
-            ],
+            "routes": [{"matchers": [f'severity="{r.severity}"'], "receiver": receiver[r.receiver],
+                        **({"repeat_interval": format_duration(r.repeat_interval)} if r.repeat_interval else {})}
+                       for r in routing.severities],
         }],
     }
-    inhibit = [
-        {"source_matchers": ['failure_mode="gpu_lost"'], "target_matchers": ['failure_mode!="gpu_lost"'],
-         "equal": [cluster, host, "gpu", "UUID"]},
-        {"source_matchers": ['failure_mode="exporter_down"'], "target_matchers": ['failure_mode!="exporter_down"'],
-         "equal": [cluster, host]},
-    ]
+    scope = {"gpu": [cluster, host, "gpu", "UUID"], "node": [cluster, host]}
+    inhibit = [{"source_matchers": [f'failure_mode="{s.failure_mode}"'],
+                "target_matchers": [f'failure_mode!="{s.failure_mode}"'], "equal": list(scope[s.scope])}
+               for s in routing.silences]
     for c in covers:
         source = [f'failure_mode="{c.source}"'] + ([_matcher("severity", c.source_severities)] if c.source_severities else [])
         target = [f'failure_mode="{c.target}"'] + ([f'severity="{c.target_severity}"'] if c.target_severity else [])
         if c.label and c.values:
             target.append(_matcher(c.label, c.values))
-        inhibit.append({"source_matchers": source, "target_matchers": target, "equal": [cluster, host, "gpu", "UUID"]})
+        inhibit.append({"source_matchers": source, "target_matchers": target, "equal": list(scope["gpu"])})
     receivers = [{"name": n} for n in sorted({am.page_receiver, am.ticket_receiver, am.null_receiver})]
     doc = {"route": route, "inhibit_rules": inhibit, "receivers": receivers}
     text = header([
