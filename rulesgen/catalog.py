@@ -6,14 +6,15 @@ from pathlib import Path
 
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
+from .jobmetrics import INPUTS
 from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, SCOPES, SEVERITIES, XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode,
                     Alias, GpuModel, Metric, Runbook, Signal, Threshold, Xid)
 from .yamlsource import load_file
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
 OPTIONAL_FILES = ("baselines.yaml",)  # a catalog without it renders no baseline rules
-RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
-LEVELS = ("gpu", "node", "job", "fleet", "model")
+RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model|rank):[a-z0-9_]+:[a-z0-9_]+$")
+LEVELS = ("gpu", "node", "job", "fleet", "model", "rank")  # rank: one series per rank of a training job
 METRIC_TOKEN = re.compile(r"\bDCGM_(?:FI|EXP)_[A-Z0-9_]+\b")
 
 
@@ -267,6 +268,11 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             cf = Fields(ci, errors, f"failure mode {fm_id} covers", fallback=cw)
             covers.append((cf.str("failure_mode", required=True) or "", cf.str("signal", default="") or ""))
             cf.done()
+        job_inputs = f.str_list("job_metrics")
+        for name in job_inputs:
+            if name not in INPUTS:
+                errors.add(f.at("job_metrics"), "bad-value",
+                           f"failure mode {fm_id}: job_metrics {name!r} is not a job-metric input ({', '.join(INPUTS)})")
         rb = Fields(f.mapping("runbook", required=True), errors, f"failure mode {fm_id} runbook")
         runbook = Runbook(check=tuple(rb.str_list("check", required=True)), act=tuple(rb.str_list("do", required=True)))
         rb.done()
@@ -277,7 +283,7 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
             needs_profiling=any(m in profiling_metrics for m in metrics),
             workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", covers=tuple(covers),
-            where=f.at("id")))
+            job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
         f.done()
     return out
 

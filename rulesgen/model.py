@@ -7,7 +7,7 @@ from .errors import Where
 
 SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
-GROUPS = ("health", "efficiency", "baselines", "fleet")
+GROUPS = ("health", "efficiency", "baselines", "fleet", "jobs")
 SCOPES = ("gpu", "node", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
@@ -169,6 +169,8 @@ class FailureMode:
     # Symptoms of this fault that stay quiet on the same GPU while it is pending or firing:
     # (failure mode, baseline signal or "" for all of its alerts).
     covers: tuple[tuple[str, str], ...] = ()
+    # The training jobs' own metrics it reads (jobmetrics.INPUTS: loss, step_duration); () = DCGM only.
+    job_metrics: tuple[str, ...] = ()
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:

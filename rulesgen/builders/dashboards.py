@@ -520,6 +520,9 @@ def failure_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     """The row's panels, main panel first: the alerts' comparisons, then the other records they read."""
     if fm.id == "baseline_deviation":
         return baseline_mode_panels(ctx, fm)
+    if fm.job_metrics:  # the training jobs' own metrics: rows built in job_signal_panels.py
+        from .job_signal_panels import mode_panels
+        return mode_panels(ctx, fm)
     reading = alert_reading(ctx, fm)
     legend = ctx.legend(fm.scope, reading.extra_labels)
     panels: list[Panel] = [comparison_panel(ctx, fm, c, legend) for c in reading.comparisons]
@@ -795,7 +798,8 @@ def job_panels(ctx: Context) -> list[Panel]:
                   targets=[target(ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_gpu_util:ratio")), "", instant=True, table=True)],
                   links=runbook_link(ctx, _mode(ctx, "gpu_idle_allocated")), maxDataPoints=None)
     vs_job = ctx.signal("gpu:dcgm_sm_clock_vs_job:ratio")
-    panels: list[Panel] = [table]
+    from .job_signal_panels import header_panels  # hardware alerts, loss and step time per rank
+    panels: list[Panel] = [table, *header_panels(ctx)]
     if vs_job:
         pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
         panels.append(time_series(

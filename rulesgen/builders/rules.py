@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .. import conventions, promql
+from .. import conventions, jobmetrics, promql
 from ..catalog import METRIC_TOKEN
 from ..errors import Collector
 from ..model import Catalog, FailureMode
@@ -17,6 +17,7 @@ RULE_FILES = (
     ("health", "Health alerts: hardware failure modes (drain / investigate)."),
     ("efficiency", "Efficiency alerts: how well jobs use their GPUs (optimize)."),
     ("baselines", "Baseline alerts: GPUs far from their peers or their own history."),
+    ("jobs", "Job alerts: the training jobs' own metrics (loss, step time) and their GPUs' hardware alerts."),
     ("fleet", "Fleet alerts: guards over the other alerts (reads ALERTS)."),
 )
 
@@ -30,7 +31,11 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
 
     recording: list[Rule] = []
     limit_keys = _used_limit_keys(catalog)
+    # Without job metrics (job_metrics.enabled: false) the records that read them are not rendered.
+    skipped = set() if settings.job_metrics.enabled else jobmetrics.job_signal_records(catalog)
     for signal in catalog.signals:
+        if signal.record in skipped:
+            continue
         expr = templates.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics)
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
@@ -129,6 +134,9 @@ def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
         return f"group {fm.group} disabled in rulesgen.yaml"
     if fm.needs_profiling and not settings.profiling:
         return "needs DCGM profiling fields (profiling: false in rulesgen.yaml)"
+    if fm.job_metrics and not settings.job_metrics.enabled:
+        names = ", ".join(jobmetrics.input_names(settings, fm.job_metrics))
+        return f"needs the training jobs' own metrics ({names}; job_metrics.enabled: false in rulesgen.yaml)"
     return None
 
 

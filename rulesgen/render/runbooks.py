@@ -5,7 +5,7 @@ from __future__ import annotations
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from .. import conventions
+from .. import conventions, jobmetrics
 from ..fields import format_duration
 from ..model import Catalog
 from ..output import Artifact, RuleSet
@@ -37,6 +37,6 @@ def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet) -> lis
         dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
                                               conventions.failure_mode_panel_id(index)).split("?")[0]
         text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=inactive.get(fm.id, ""),
-                               dashboard=dashboard)
+                               dashboard=dashboard, job_inputs=tuple(jobmetrics.input_names(settings, fm.job_metrics)))
         out.append(Artifact(runbook_path(fm.id), text))
     return out
