@@ -113,14 +113,14 @@ def context(settings) -> dict:
     step_expr = (f"{select(step)}\n  or rate({select(step + '_sum')}[{STEP_RATE_WINDOW}])"
                  f" / rate({select(step + '_count')}[{STEP_RATE_WINDOW}])")
 
-    def window(seconds) -> str:
-        return f"[{duration(seconds)}]"
+    def window(seconds, factor=1) -> str:
+        return f"[{duration(seconds, factor)}]"
 
-    def duration(seconds) -> str:
-        """A threshold in seconds as a PromQL duration (1h); a non-number (the dashboards' threshold
-        markers) as that text in seconds."""
+    def duration(seconds, factor=1) -> str:
+        """A threshold in seconds (times factor) as a PromQL duration (1h); a non-number (the
+        dashboards' threshold markers) as that text in seconds."""
         value = _number(seconds)
-        return format_duration(int(value)) if value is not None else f"{seconds}s"
+        return format_duration(int(value * factor)) if value is not None else f"{seconds}s"
 
     def evaluations(seconds) -> str:
         """How many evaluations a window holds at evaluation_interval, less two for a missed one."""
