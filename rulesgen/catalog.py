@@ -8,6 +8,7 @@ from pathlib import Path
 from .builders import templates
 from .errors import Collector, RulesgenError
 from .fields import Fields, did_you_mean
+from .jobmetrics import INPUTS
 from .model import (ACTIONS, BASELINE_DIRECTIONS, GROUPS, HEALTH_CLASSES, RECEIVERS, SCOPES, SEVERITIES, SILENCE_SCOPES,
                     XID_CLASSES, AlertSpec, BaselineSignal, Catalog, FailureMode, Alias, GpuModel, HealthCode, HealthTable,
                     Metric, Routing, Runbook, SeverityRoute, Signal, Silence, Threshold, Xid)
@@ -17,8 +18,8 @@ CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml
 OPTIONAL_FILES = ("baselines.yaml",  # a catalog without it renders no baseline rules
                   "dcgm_health.yaml",  # without it DCGM's health verdict has no code classes and covers nothing
                   "alertmanager.yaml")  # without it: Alertmanager's default timings, no silences
-RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model):[a-z0-9_]+:[a-z0-9_]+$")
-LEVELS = ("gpu", "node", "job", "fleet", "model")
+RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model|rank):[a-z0-9_]+:[a-z0-9_]+$")
+LEVELS = ("gpu", "node", "job", "fleet", "model", "rank")  # rank: one series per rank of a training job
 METRIC_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")  # dcgm-exporter's series names
 
 
@@ -382,6 +383,11 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             cf = Fields(ci, errors, f"failure mode {fm_id} covers", fallback=cw)
             covers.append((cf.str("failure_mode", required=True) or "", cf.str("signal", default="") or ""))
             cf.done()
+        job_inputs = f.str_list("job_metrics")
+        for name in job_inputs:
+            if name not in INPUTS:
+                errors.add(f.at("job_metrics"), "bad-value",
+                           f"failure mode {fm_id}: job_metrics {name!r} is not a job-metric input ({', '.join(INPUTS)})")
         rb = Fields(f.mapping("runbook", required=True), errors, f"failure mode {fm_id} runbook")
         runbook = Runbook(check=tuple(rb.str_list("check", required=True)), act=tuple(rb.str_list("do", required=True)))
         rb.done()
@@ -392,7 +398,7 @@ def _failure_modes(doc, errors, known_metrics, profiling_metrics):
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
             needs_profiling=any(m in profiling_metrics for m in metrics),
             workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", covers=tuple(covers),
-            where=f.at("id")))
+            job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
         f.done()
     return out
 

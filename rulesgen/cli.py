@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from . import artifacts as arts
+from . import jobmetrics
 from .catalog import bundled_catalog_dir
 from .durations import rfc3339
 from .errors import RulesgenError
@@ -161,7 +162,8 @@ def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names):
     plan = _plan(catalog, config, None)
     try:
         scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes],
-                                   known_metrics={n for m in plan.catalog.metrics for n in m.names})
+                                   known_metrics={n for m in plan.catalog.metrics for n in m.names},
+                                   job_metrics=plan.settings.job_metrics.names)
         dialects = [parse_dialect(d) for d in dialect_names]
     except RulesgenError as exc:
         _fail(exc)
@@ -239,11 +241,20 @@ def push_cmd(grafana_url, folder, timeout, catalog, config):
 @click.option("--config", default=None)
 @click.option("--counters", "counters_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A dcgm-exporter counters CSV: report the failure modes it leaves blind.")
-def list_cmd(catalog, config, counters_file):
+@click.option("--job-metrics", "job_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="What a training job exports (its /metrics page, e.g. `curl POD:9090/metrics`): report the "
+                   "job failure modes inactive for it, for lack of input.")
+def list_cmd(catalog, config, counters_file, job_file):
     """Failure modes (active or not, and why) and metrics (which need profiling)."""
     from .coverage import coverage
     plan = _plan(catalog, config, None)
     inactive = dict(plan.rules.inactive)
+    if job_file:
+        exported = jobmetrics.exposition_names(Path(job_file).read_text(errors="replace"))
+        for fm in plan.catalog.failure_modes:
+            missing = jobmetrics.missing_inputs(plan.settings, fm.job_metrics, exported)
+            if missing and fm.id not in inactive:
+                inactive[fm.id] = f"no input: {job_file} exports no {' / '.join(missing)}"
     enabled = parse_counters(Path(counters_file).read_text()) if counters_file else None
     report = coverage(plan.catalog, plan.rules, enabled) if enabled is not None else {}
     click.echo("FAILURE MODES")
@@ -252,8 +263,16 @@ def list_cmd(catalog, config, counters_file):
         if fm.id in report and report[fm.id].state != "covered":
             state = report[fm.id].describe()
         prof = " [needs profiling]" if fm.needs_profiling else ""
+        if fm.job_metrics and fm.id not in inactive:  # optional input: quiet for jobs that do not export it
+            names = ", ".join(jobmetrics.input_names(plan.settings, fm.job_metrics))
+            prof += f" [needs job metrics: {names}; silent for jobs without them]"
         sev = "/".join(a.severity for a in fm.alerts)
         click.echo(f"  {fm.id:<26} {fm.group:<10} {sev:<24} {state}{prof}")
+    if job_file:
+        lacking = [fm.id for fm in plan.catalog.failure_modes if inactive.get(fm.id, "").startswith("no input:")]
+        click.echo(f"\n{job_file}: {len(lacking)} job failure mode(s) inactive for lack of input: {', '.join(lacking) or 'none'}")
+        click.echo("the job-metrics contract: README \"Job metrics\" (names and labels from job_metrics: in rulesgen.yaml)")
+        return
     if enabled is not None:
         blind = [fm_id for fm_id, c in report.items() if c.state == "blind"]
         click.echo(f"\n{counters_file}: {len(blind)} failure mode(s) blind: {', '.join(blind) or 'none'}")

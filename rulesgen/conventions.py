@@ -8,7 +8,7 @@ GROUP_PREFIX = "rulesgen"
 
 # Dashboards each failure-mode group links to (issue: dashboards by failure mode).
 GROUP_DASHBOARD = {"health": "gpu-health", "efficiency": "gpu-performance", "baselines": "gpu-baselines",
-                   "fleet": "gpu-fleet-overview"}
+                   "fleet": "gpu-fleet-overview", "jobs": "gpu-jobs"}
 
 
 def camel(identifier: str) -> str:

@@ -7,7 +7,7 @@ from .errors import Where
 
 SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
-GROUPS = ("health", "efficiency", "baselines", "fleet")
+GROUPS = ("health", "efficiency", "baselines", "fleet", "jobs")
 SCOPES = ("gpu", "node", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
 # XID classes; the alerts drain only on reset, reboot and rma (builders/templates.py: xid.drain).
@@ -194,6 +194,8 @@ class FailureMode:
     # The alert label a `covers` value of another mode is matched on, when that mode covers this one only
     # for some of its alerts (baseline_deviation: signal; dcgm_health: health_error_code).
     cover_label: str = "signal"
+    # The training jobs' own metrics it reads (jobmetrics.INPUTS: loss, step_duration); () = DCGM only.
+    job_metrics: tuple[str, ...] = ()
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:

@@ -75,12 +75,13 @@ class Scenario:
         return not self.expect
 
 
-def load_scenarios(paths: list[Path], failure_modes: list[str], known_metrics: set[str] | None = None) -> list[Scenario]:
+def load_scenarios(paths: list[Path], failure_modes: list[str], known_metrics: set[str] | None = None,
+                   job_metrics: tuple[str, ...] = ()) -> list[Scenario]:
     problems: list[Diagnostic] = []
     out = []
     for path in sorted(paths):
         try:
-            out.append(load_scenario(path, failure_modes, known_metrics))
+            out.append(load_scenario(path, failure_modes, known_metrics, job_metrics))
         except RulesgenError as exc:
             problems.extend(exc.diagnostics)
     if problems:
@@ -95,9 +96,12 @@ def load_scenarios(paths: list[Path], failure_modes: list[str], known_metrics: s
     return out
 
 
-def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None) -> Scenario:
+def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None,
+                  job_metrics: tuple[str, ...] = ()) -> Scenario:
     """known_metrics: every name of the catalog's fields; a DCGM series named otherwise is an error
-    (no exporter dialect knows it, so no rule could read it)."""
+    (no exporter dialect knows it, so no rule could read it). job_metrics: the training jobs' series
+    names the config reads (job_metrics: in rulesgen.yaml); other names are free (up, ...), but one a
+    letter or two away from a job metric is a typo no rule would read."""
     errors = Collector()
     doc = load_file(path)
     f = Fields(doc, errors, "scenario")
@@ -123,6 +127,10 @@ def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] 
                 errors.add(sf.at("series"), "unknown-metric",
                            f"series names {metric!r}, a field no exporter dialect in catalog/metrics.yaml knows"
                            f"{did_you_mean(metric, known_metrics)}")
+            elif job_metrics and metric not in job_metrics and _near(metric, job_metrics):
+                errors.add(sf.at("series"), "unknown-metric",
+                           f"series names {metric!r}, not a job metric the config reads (job_metrics: in rulesgen.yaml)"
+                           f"{did_you_mean(metric, job_metrics)}")
         if text is not None and values is not None:
             series.append((text, values))
         sf.done()
@@ -151,3 +159,9 @@ def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] 
     errors.raise_if_any()
     return Scenario(name=name, path=str(path), description=description, interval=interval, evaluation_interval=evaluation,
                     duration=duration, series=tuple(series), expect=tuple(expect), also_allowed=tuple(sorted(set(also))))
+
+
+def _near(name: str, names: tuple[str, ...]) -> bool:
+    """A near miss of one of names (a typo), not merely a similar-looking other metric."""
+    import difflib
+    return bool(difflib.get_close_matches(name, list(names), n=1, cutoff=0.85))

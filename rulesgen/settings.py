@@ -8,6 +8,7 @@ from pathlib import Path
 from . import promql_tree
 from .errors import Collector
 from .fields import Fields
+from .jobmetrics import JobMetricsSettings, parse_settings as _job_metrics_settings
 from .model import GROUPS, SEVERITIES
 from .promql import syntax_problems
 from .yamlsource import load_file
@@ -101,6 +102,7 @@ class Settings:
     alertmanager: AlertmanagerSettings = AlertmanagerSettings()
     dashboards: DashboardSettings = DashboardSettings()
     baselines: BaselineSettings = BaselineSettings()
+    job_metrics: JobMetricsSettings = JobMetricsSettings()  # the training jobs' own metrics (jobmetrics.py)
     source: str = "<defaults>"
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
 
@@ -249,6 +251,7 @@ def load_settings(path: Path | None) -> Settings:
     kwargs["where_of_mode"] = tuple(wheres)
     kwargs["dashboards"] = _dashboard_settings(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
     kwargs["baselines"] = _baseline_settings(Fields(top.mapping("baselines"), errors, "baselines"), errors)
+    kwargs["job_metrics"] = _job_metrics_settings(Fields(top.mapping("job_metrics"), errors, "job_metrics"), errors)
     top.done()
     errors.raise_if_any()
     return Settings(**kwargs)

@@ -43,6 +43,8 @@ SUBSET = [
     "baseline-deviation-hot-gpu", "baseline-clock-sag",
     # fleet (reads ALERTS written by the other groups: the last level)
     "fleet-capacity-degraded",
+    # jobs (the training jobs' own metrics; VictoriaMetrics drops NaN samples: docs/victoriametrics.md)
+    "loss-nan-fp16-overflow",
     # normal load (increase()/changes() on restarted counters, an idle node, MIG)
     "normal-exporter-restart-counter-reset", "normal-idle-node", "normal-mig-partitioned",
 ]
@@ -206,9 +208,11 @@ def test_input_notation_port_agrees_with_the_documented_differences():
 def test_every_scenario_means_the_same_to_vmalert_tool_and_promtool():
     """So the input series are copied verbatim; a scenario using `_x0` or fractional `a+bxN` steps
     would need them rewritten."""
+    def same(values):  # NaN (a training loss) is never equal to itself
+        return [repr(v) if isinstance(v, float) and v != v else v for v in values]
     for s in scenario_models():
         for series, values in s.series:
-            assert vmalert_tool_values(values) == expand(values), (s.name, series[:80])
+            assert same(vmalert_tool_values(values)) == same(expand(values)), (s.name, series[:80])
 
 
 # --- vmalert-tool --------------------------------------------------------------------------------

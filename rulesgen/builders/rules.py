@@ -1,7 +1,7 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from .. import conventions, covers, promql, promql_tree
+from .. import conventions, covers, jobmetrics, promql, promql_tree
 from ..catalog import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
@@ -16,6 +16,7 @@ RULE_FILES = (
     ("health", "Health alerts: hardware failure modes (drain / investigate)."),
     ("efficiency", "Efficiency alerts: how well jobs use their GPUs (optimize)."),
     ("baselines", "Baseline alerts: GPUs far from their peers or their own history."),
+    ("jobs", "Job alerts: the training jobs' own metrics (loss, step time) and their GPUs' hardware alerts."),
     ("fleet", "Fleet alerts: guards over the other alerts (reads ALERTS)."),
 )
 
@@ -29,7 +30,11 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
 
     recording: list[Rule] = []
     limit_keys = _used_limit_keys(catalog)
+    # Without job metrics (job_metrics.enabled: false) the records that read them are not rendered.
+    skipped = set() if settings.job_metrics.enabled else job_signal_records(catalog, settings)
     for signal in catalog.signals:
+        if signal.record in skipped:
+            continue
         reported = len(errors.items)
         expr = templates.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
@@ -117,6 +122,21 @@ def _baseline_recording(catalog, settings, base, context, errors, recorded, know
     return baselines.recording_rules(catalog, settings, render, context["t"])
 
 
+def job_signal_records(catalog: Catalog, settings: Settings) -> set[str]:
+    """The catalog's recording rules that read the training jobs' own metrics, directly (their template
+    uses `jm`) or through another such record (read from the rendered expression's syntax tree)."""
+    base = templates.base_context(catalog, settings)
+    direct = {s.record for s in catalog.signals if templates.attributes_used(s.expr, "jm")}
+    reads = {}
+    for s in catalog.signals:
+        expr = templates.render(s.expr, base, s.where, Collector(), s.record)
+        try:
+            reads[s.record] = promql_tree.recorded_names(expr) if expr else ()
+        except promql_tree.PromQLSyntaxError:
+            reads[s.record] = ()  # build_rules reports it
+    return jobmetrics.job_signal_records(direct, reads)
+
+
 def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
     """Recording rules the alerts read, directly or through other recording rules. The rest only
     feed dashboards: they go to aggregates.yaml, which scenario tests need not evaluate."""
@@ -131,6 +151,9 @@ def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
         return f"group {fm.group} disabled in rulesgen.yaml"
     if fm.needs_profiling and not settings.profiling:
         return "needs DCGM profiling fields (profiling: false in rulesgen.yaml)"
+    if fm.job_metrics and not settings.job_metrics.enabled:
+        names = ", ".join(jobmetrics.input_names(settings, fm.job_metrics))
+        return f"needs the training jobs' own metrics ({names}; job_metrics.enabled: false in rulesgen.yaml)"
     return None
 
 

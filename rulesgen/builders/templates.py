@@ -9,7 +9,7 @@ import jinja2
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from .. import conventions, promql
+from .. import conventions, jobmetrics, promql
 from ..errors import Collector, Where
 from ..durations import format_duration
 from ..fields import did_you_mean
@@ -156,13 +156,27 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "limit": _Lookup("gpu model limit", {k: conventions.limit_record(k) for k in catalog.limit_keys}),
         "xid": _Lookup("XID class", xid),
         "health": _Lookup("DCGM health class", health),
+        "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
+        "active": lambda fm_id: _active(catalog, settings, fm_id),
+        # Every failure mode's thresholds (with rulesgen.yaml overrides), for expressions shared by modes.
+        "thresholds": _Lookup("failure mode", {fm.id: _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings))
+                                               for fm in catalog.failure_modes}),
     }
 
 
-def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
+def _active(catalog: Catalog, settings: Settings, fm_id: str) -> bool:
+    """Whether a failure mode renders in this configuration ([% if active("ghost_loss") %] ...)."""
+    from .rules import _inactive_reason
+    return _inactive_reason(catalog.failure_mode(fm_id), settings) is None
+
+
+def _threshold_values(fm: FailureMode, settings: Settings) -> dict[str, str]:
     overrides = dict(settings.for_mode(fm.id).thresholds)
-    values = {t.name: promql.format_number(overrides.get(t.name, t.value)) for t in fm.thresholds}
-    return {**base, "t": _Lookup(f"threshold of {fm.id}", values)}
+    return {t.name: promql.format_number(overrides.get(t.name, t.value)) for t in fm.thresholds}
+
+
+def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
+    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings))}
 
 
 def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from .. import conventions
+from .. import conventions, jobmetrics
 from ..durations import format_duration
 from ..model import Catalog
 from ..output import Artifact, RuleSet
@@ -47,6 +47,7 @@ def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet) -> lis
                                               conventions.failure_mode_panel_id(index)).split("?")[0]
         health = catalog.health if catalog.health is not None and catalog.health.failure_mode == fm.id else None
         text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=inactive.get(fm.id, ""),
-                               dashboard=dashboard, health=health)
+                               dashboard=dashboard, health=health,
+                               job_inputs=tuple(jobmetrics.input_names(settings, fm.job_metrics)))
         out.append(Artifact(runbook_path(fm.id), text))
     return out

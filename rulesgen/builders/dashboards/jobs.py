@@ -6,6 +6,7 @@ from grafanalib.core import Panel, Table
 
 from ... import promql
 from .context import DATASOURCE, Context
+from .job_signals import header_panels
 from .panels import runbook_link, target, threshold_steps, time_series
 from .prose import describe, one_line, record_title
 
@@ -16,7 +17,8 @@ JOB_RECORDS = ("gpu:dcgm_sm_active:ratio", "gpu:dcgm_tensor_active:ratio", "gpu:
 
 def job_panels(ctx: Context) -> list[Panel]:
     """The Job row, top to bottom."""
-    return [pods_gpus_table(ctx), *rank_spread_panels(ctx), *per_gpu_panels(ctx), pods_alerts_panel(ctx)]
+    return [pods_gpus_table(ctx), *header_panels(ctx), *rank_spread_panels(ctx), *per_gpu_panels(ctx),
+            pods_alerts_panel(ctx)]
 
 
 def pod_legend(ctx: Context) -> str:

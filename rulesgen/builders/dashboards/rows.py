@@ -9,6 +9,7 @@ from ... import conventions
 from ...model import FailureMode
 from .baselines import baseline_mode_panels
 from .context import DATASOURCE, SCOPE_KEYS, Context
+from .job_signals import mode_panels
 from .layout import section
 from .panels import SEVERITY_COLOR, alert_panels
 
@@ -26,6 +27,8 @@ def active_modes(ctx: Context, group: str) -> list[tuple[int, FailureMode]]:
 
 def failure_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     """The row's panels, main panel first."""
+    if fm.job_metrics:  # the training jobs' own metrics: job_signals.py
+        return mode_panels(ctx, fm)
     return HAND_MADE_ROWS.get(fm.id, alert_panels)(ctx, fm)
 
 
