@@ -147,7 +147,8 @@ def _number(v: float) -> str:
 
 def _resample(values: list, src: int, dst: int) -> list:
     """Finer: each sample repeated (a 15 s scrape of a 30 s collection returns each sample twice).
-    Coarser: the first sample of each slot (a staleness marker in a dropped slot is kept)."""
+    Coarser: the first sample of each slot; a series that ends within a slot is marked stale at the next
+    scrape (Prometheus marks a series stale at the first scrape that misses it)."""
     if dst < src:
         k = src // dst
         out = []
@@ -155,12 +156,17 @@ def _resample(values: list, src: int, dst: int) -> list:
             out.extend([v] + [None if v is STALE else v] * (k - 1))
         return out
     k = dst // src
-    out = []
+    out, pending_stale = [], False
     for start in range(0, len(values), k):
         group = values[start:start + k]
         present = [v for v in group if v is not None and v is not STALE]
-        out.append(present[0] if present and group[0] is not STALE else
-                   (STALE if STALE in group else None))
+        if present and group[0] is not STALE:
+            out.append(present[0])
+            # the series left within this slot: the next scrape finds it gone and marks it stale
+            pending_stale = STALE in group[group.index(present[0]):]
+        else:
+            out.append(STALE if STALE in group or pending_stale else None)
+            pending_stale = False
     return out
 
 

@@ -208,3 +208,13 @@ def test_scenario_passes_in_dialect(matrix_results, stem, dialect):
     rc, output = matrix_results[f"{stem}@{dialect}"]
     assert rc == 0, (f"{stem} as {dialect} failed (run `rulesgen replay fixtures/scenarios/{stem}.yaml "
                      f"--dialect {dialect}` for details):\n{output[-3000:]}")
+
+
+def test_a_series_that_ends_within_a_coarser_slot_is_marked_stale_at_the_next_scrape():
+    """A 30 s series seen once (value, then stale): at a 60 s scrape the value is seen, and the next
+    scrape finds the series gone and marks it stale (not five minutes of lookback on one sample)."""
+    S = dialects.STALE
+    assert dialects._resample([None, 10, S, None, None, None], 30, 60) == [10, S, None]
+    assert dialects._resample([10, S, None, None], 30, 60) == [10, S]
+    assert dialects._resample([10, 10, 10, S, None, None], 30, 60) == [10, 10, S]
+    assert dialects._resample([None, None, 10, 10], 30, 60) == [None, 10]
