@@ -40,11 +40,12 @@ def parse(text: str) -> Expr:
 
 
 def problems(text: str) -> list[str]:
-    """[] when `text` parses, else the parser's message."""
+    """[] when `text` parses, else what is wrong. promql-parser's Python binding says only "invalid promql
+    query", so the message quotes the rendered expression (on one line) for the reader to see where."""
     try:
         parse(text)
     except PromQLSyntaxError as exc:
-        return [str(exc)]
+        return [f"does not parse as PromQL ({exc}): {' '.join(text.split())}"]
     return []
 
 

@@ -158,14 +158,16 @@ def test_usage_error_exits_2():
 
 
 def test_promql_that_does_not_parse_names_the_catalog_line(minimal_catalog, tmp_path, promtool):
-    """Balanced but invalid PromQL gets past the loader; promtool's parse maps back to the catalog."""
+    """Balanced but invalid PromQL is caught at render by the PromQL parser and mapped back to the catalog
+    line, with the rendered expression quoted (promtool, the final judge, runs after on what parses)."""
     fm = minimal_catalog / "failure_modes.yaml"
     edit(fm, "expr: gpu:dcgm_gpu_temp:max > [[ t.celsius ]]", "expr: gpu:dcgm_gpu_temp:max > > [[ t.celsius ]]")
     out = tmp_path / "out"
     result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"{fm}:19:9: error[promql-parse]: GPUHotGPU: promtool: could not parse expression: 2:27: parse error: unexpected <op:>>",
+        f"{fm}:19:9: error[promql-syntax]: failure mode hot_gpu (warning): does not parse as PromQL "
+        "(invalid promql query): gpu:dcgm_gpu_temp:max > > 85",
         "1 error(s); nothing written.",
     ]
     assert not out.exists()
