@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: render test test-vm-all check bench tools fixtures clean
+.PHONY: render test test-vm-all test-dialects-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: $(STAMP) tools
 # Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
 test-vm-all: $(STAMP) tools
 	RULESGEN_VM_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
+
+# Every dialect cell on promtool (make test runs one per dialect): ~2 minutes on 2 cores.
+test-dialects-all: $(STAMP) tools
+	RULESGEN_DIALECT_CELLS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_dialects.py -k passes_in_dialect
 
 # Fleet benchmark (benchmarks/fleet.py, ~45 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
