@@ -146,41 +146,46 @@ def _at_least(expr: str, floor: str) -> str:
 
 def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, settings: Settings, t) -> str:
     m = _matching(signals)
-    direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
     value, mean = value_record(signals[0]), conventions.BASELINE_HISTORY_MEAN
-    delta = f"(({recent(value, settings, m)} - {recent(mean, settings, m)}) * on (signal) group_left () {direction})"
+    delta = f"(({recent(value, settings, m)} - {recent(mean, settings, m)}) * on (signal) group_left () {_direction(signals)})"
     floor = _param({b.signal: b.floor.value for b in signals})
-    stddev = recent(conventions.BASELINE_HISTORY_STDDEV, settings, m)
-    lines = [
-        f"{delta}\n  / {_at_least(stddev, floor)}\n  > {t['z']}",
-        f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
-    ]
+    spread = f"{_at_least(recent(conventions.BASELINE_HISTORY_STDDEV, settings, m), floor)}"
+    usual = None
     if guard:
         g = _of(guard.signal)
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({recent(value_record(guard), settings, g)} / {recent(mean, settings, g)} - 1) < {t['same_load_ratio']}")
-    return "\n".join(lines)
+        usual = f"{recent(value_record(guard), settings, g)} / {recent(mean, settings, g)}"
+    return _deviation_term(signals, delta, spread, t["z"], usual, settings, t)
 
 
 def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, level: str, settings: Settings, t) -> str:
     labels = _peer_labels(level, settings)
     on = promql.by((*labels, "signal"))
     m = _matching(signals)
-    direction = _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
     median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
     value = conventions.BASELINE_VALUE
     delta = (f"(({recent(value, settings, m)} - on ({on}) group_left () {recent(median, settings, m)})"
-             f" * on (signal) group_left () {direction})")
+             f" * on (signal) group_left () {_direction(signals)})")
     spread = _at_least(f"{MAD_TO_SIGMA} * {recent(mad, settings, m)}", _param({b.signal: b.floor.value for b in signals}))
-    lines = [
-        f"{delta}\n  / on ({on}) group_left () {spread}\n  > {t['peer_z']}",
-        f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
-    ]
+    usual = None
     if guard:
         g = _of(guard.signal)
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) "
-                     f"abs({recent(value, settings, g)} / on ({promql.by(labels)}) group_left () {recent(median, settings, g)} - 1)"
-                     f" < {t['same_load_ratio']}")
+        usual = f"{recent(value, settings, g)} / on ({promql.by(labels)}) group_left () {recent(median, settings, g)}"
+    return _deviation_term(signals, delta, f"on ({on}) group_left () {spread}", t["peer_z"], usual, settings, t)
+
+
+def _direction(signals: list[BaselineSignal]) -> str:
+    return _param({b.signal: 1 if b.direction == "up" else -1 for b in signals})
+
+
+def _deviation_term(signals, delta: str, spread: str, z: float, usual: str | None, settings: Settings, t) -> str:
+    """delta / spread above z, delta above each signal's minimum, and (with a "same load" guard) the
+    guard signal's ratio `usual` within same_load_ratio of 1."""
+    lines = [
+        f"{delta}\n  / {spread}\n  > {z}",
+        f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
+    ]
+    if usual:
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) abs({usual} - 1) < {t['same_load_ratio']}")
     return "\n".join(lines)
 
 
