@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import conventions, covers, jobmetrics, promql, promql_tree
-from ..catalog import METRIC_PREFIXES
+from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
 from ..model import Catalog, FailureMode

@@ -1,0 +1,59 @@
+"""Load catalog/*.yaml into a validated, frozen Catalog (all errors reported at once). One module per
+catalog file (metrics.py also reads signals, xids and GPU models); this one reads the files and cross-checks."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import Collector, RulesgenError
+from ..model import Catalog, Routing
+from ..yamlsource import load_file
+from .baselines import read_baselines
+from .failure_modes import check_covers, read_failure_modes
+from .health import read_health, with_health_covers
+from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
+from .routing import read_routing
+
+CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
+OPTIONAL_FILES = ("baselines.yaml",  # a catalog without it renders no baseline rules
+                  "dcgm_health.yaml",  # without it DCGM's health verdict has no code classes and covers nothing
+                  "alertmanager.yaml")  # without it: Alertmanager's default timings, no silences
+
+
+def bundled_catalog_dir() -> Path:
+    """The catalog shipped with rulesgen. Its one source is the repository's top-level catalog/ (a
+    checkout or the editable install); the wheel carries it as package data, rulesgen/_catalog."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "_catalog", package.parent / "catalog"):
+        if (candidate / "failure_modes.yaml").is_file():
+            return candidate
+    return package / "_catalog"
+
+
+def load_catalog(directory: Path) -> Catalog:
+    errors = Collector()
+    docs = {}
+    problems = []
+    for name in CATALOG_FILES + tuple(n for n in OPTIONAL_FILES if (directory / n).exists()):
+        try:
+            docs[name] = load_file(directory / name, str(directory / name), collect=errors.items)
+        except RulesgenError as exc:
+            problems.extend(exc.diagnostics)
+    if problems:  # a file that does not parse leaves nothing to cross-check
+        raise RulesgenError(problems + errors.items)
+
+    metrics = read_metrics(docs["metrics.yaml"], errors)
+    known_metrics = {n for m in metrics for n in m.names}
+    signals = read_signals(docs["signals.yaml"], errors, known_metrics)
+    xids = read_xids(docs["xid.yaml"], errors)
+    default, models = read_gpu_models(docs["gpu_models.yaml"], errors)
+    modes = read_failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
+    baselines = read_baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs else []
+    health = read_health(docs["dcgm_health.yaml"], errors) if "dcgm_health.yaml" in docs else None
+    if health is not None:
+        modes = with_health_covers(modes, health, errors)
+    check_covers(modes, baselines, health, errors)
+    routing = read_routing(docs["alertmanager.yaml"], errors, [m.id for m in modes]) if "alertmanager.yaml" in docs else Routing()
+    errors.raise_if_any()
+    return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
+                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines), health=health,
+                   routing=routing)

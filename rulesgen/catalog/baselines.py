@@ -1,0 +1,55 @@
+"""baselines.yaml: the signals each GPU is compared with its own history and its peers."""
+from __future__ import annotations
+
+from ..fields import Fields, did_you_mean
+from ..model import BASELINE_DIRECTIONS, BaselineSignal, Threshold
+from .common import top_list
+
+
+def read_baselines(doc, errors, known_metrics):
+    items, wheres = top_list(doc, "baselines", errors, "baselines.yaml")
+    out, seen, guards = [], {}, []
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "baseline", fallback=w)
+        name = f.str("signal", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        if name in seen:
+            errors.add(f.at("signal"), "duplicate-id", f"baseline signal {name!r} already defined on line {seen[name].line}")
+        seen[name] = f.at("signal")
+        metric = f.str("metric", required=True) or "?"
+        if metric != "?" and metric not in known_metrics:
+            errors.add(f.at("metric"), "unknown-metric", f"baseline {name}: unknown metric {metric!r}{did_you_mean(metric, known_metrics)}")
+        unit = f.str("unit", required=True) or "short"
+        limits = {}
+        for key in ("floor", "min_delta"):
+            lf = Fields(f.mapping(key, required=True), errors, f"baseline {name} {key}", fallback=f.at(key))
+            value = lf.num("value", required=True, default=1)
+            if key == "floor" and value is not None and value <= 0:
+                errors.add(lf.at("value"), "bad-value", f"baseline {name}: floor must be above 0 (it divides)")
+            limits[key] = Threshold(name=key, value=float(value or 1), unit=unit,
+                                    source=lf.str("source", required=True) or "")
+            lf.done()
+        same_load = f.str("same_load")
+        if same_load is not None:
+            guards.append((name, same_load, f.at("same_load")))
+        out.append(BaselineSignal(
+            signal=name, metric=metric, unit=unit,
+            description=f.str("description", required=True) or "", value=f.str("value", required=True) or "",
+            busy_only=bool(f.bool("busy_only", required=True)),
+            direction=f.str("direction", required=True, choices=BASELINE_DIRECTIONS) or "up",
+            alert=bool(f.bool("alert", required=True)), floor=limits["floor"], min_delta=limits["min_delta"],
+            same_load=same_load, peers=bool(f.bool("peers", default=True)),
+            reads_peers=bool(f.bool("reads_peers", default=False)), alert_signal=f.str("alert_signal"),
+            where=f.at("value")))
+        if out[-1].alert_signal is not None:
+            guards.append((name, out[-1].alert_signal, f.at("alert_signal")))
+        if out[-1].reads_peers and out[-1].peers:
+            errors.add(f.at("reads_peers"), "bad-value",
+                       f"baseline {name}: a signal that reads its peers is compared with its own history only (set peers: false)")
+        f.done()
+    by_name = {b.signal: b for b in out}
+    for name, guard, where in guards:
+        if guard not in by_name:
+            errors.add(where, "unknown-signal", f"baseline {name}: names unknown baseline signal {guard!r}{did_you_mean(guard, list(by_name))}")
+        elif guard == name:
+            errors.add(where, "bad-value", f"baseline {name}: same_load and alert_signal cannot name the signal itself")
+    return out

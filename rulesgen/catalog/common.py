@@ -1,0 +1,17 @@
+"""What the catalog loaders share: record-name rules and a top-level list with its lines."""
+from __future__ import annotations
+
+import re
+
+from ..fields import Fields
+
+RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model|rank):[a-z0-9_]+:[a-z0-9_]+$")
+LEVELS = ("gpu", "node", "job", "fleet", "model", "rank")  # rank: one series per rank of a training job
+METRIC_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")  # dcgm-exporter's series names
+
+
+def top_list(doc, key, errors, what):
+    top = Fields(doc, errors, what)
+    items, wheres = top.list(key, required=True)
+    top.done()
+    return items, wheres

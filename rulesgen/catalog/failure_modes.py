@@ -1,0 +1,102 @@
+"""failure_modes.yaml: ids, thresholds with sources, alerts, runbooks, and what each mode covers."""
+from __future__ import annotations
+
+from ..fields import Fields, did_you_mean
+from ..jobmetrics import INPUTS
+from ..model import ACTIONS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Runbook, Threshold
+from .common import top_list
+
+
+def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
+    items, wheres = top_list(doc, "failure_modes", errors, "failure_modes.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "failure mode", fallback=w)
+        fm_id = f.str("id", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        if fm_id in seen:
+            errors.add(f.at("id"), "duplicate-id", f"failure mode {fm_id!r} already defined on line {seen[fm_id].line}")
+        seen[fm_id] = f.at("id")
+        metric_items, metric_wheres = f.list("metrics", required=True)
+        metrics = []
+        for mi, mw in zip(metric_items, metric_wheres):
+            if not isinstance(mi, str):
+                errors.add(mw, "bad-type", f"failure mode {fm_id}: metrics items must be metric names")
+            elif mi not in known_metrics:
+                errors.add(mw, "unknown-metric", f"failure mode {fm_id}: unknown metric {mi!r}{did_you_mean(mi, known_metrics)}")
+            else:
+                metrics.append(mi)
+        thresholds = []
+        t_items, t_wheres = f.list("thresholds")
+        tnames = set()
+        for ti, tw in zip(t_items, t_wheres):
+            tf = Fields(ti, errors, f"failure mode {fm_id} threshold", fallback=tw)
+            name = tf.str("name", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+            if name in tnames:
+                errors.add(tf.at("name"), "duplicate-id", f"failure mode {fm_id}: threshold {name!r} defined twice")
+            tnames.add(name)
+            thresholds.append(Threshold(name=name, value=tf.num("value", required=True, default=0),
+                                        unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
+                                        description=tf.str("description", default="") or ""))
+            tf.done()
+        alerts = []
+        a_items, a_wheres = f.list("alerts", required=True)
+        severities = set()
+        for ai, aw in zip(a_items, a_wheres):
+            af = Fields(ai, errors, f"failure mode {fm_id} alert", fallback=aw)
+            sev = af.str("severity", required=True, choices=SEVERITIES) or "warning"
+            if sev in severities:
+                errors.add(af.at("severity"), "duplicate-severity",
+                           f"failure mode {fm_id}: more than one alert with severity {sev!r} (combine them with 'or')")
+            severities.add(sev)
+            alerts.append(AlertSpec(severity=sev, action=af.str("action", required=True, choices=ACTIONS) or "investigate",
+                                    for_seconds=af.duration("for", required=True, default=0),
+                                    expr=af.str("expr", required=True) or "",
+                                    summary=af.str("summary", required=True) or "",
+                                    description=af.str("description", required=True) or "", where=af.at("expr")))
+            af.done()
+        if not a_items and f.has("alerts"):
+            errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")
+        covers = []
+        c_items, c_wheres = f.list("covers")
+        for ci, cw in zip(c_items, c_wheres):
+            cf = Fields(ci, errors, f"failure mode {fm_id} covers", fallback=cw)
+            covers.append((cf.str("failure_mode", required=True) or "", cf.str("signal", default="") or ""))
+            cf.done()
+        job_inputs = f.str_list("job_metrics")
+        for name in job_inputs:
+            if name not in INPUTS:
+                errors.add(f.at("job_metrics"), "bad-value",
+                           f"failure mode {fm_id}: job_metrics {name!r} is not a job-metric input ({', '.join(INPUTS)})")
+        rb = Fields(f.mapping("runbook", required=True), errors, f"failure mode {fm_id} runbook")
+        runbook = Runbook(check=tuple(rb.str_list("check", required=True)), act=tuple(rb.str_list("do", required=True)))
+        rb.done()
+        out.append(FailureMode(
+            id=fm_id, title=f.str("title", required=True) or "", group=f.str("group", required=True, choices=GROUPS) or "health",
+            scope=f.str("scope", required=True, choices=SCOPES) or "gpu", summary=f.str("summary", required=True) or "",
+            meaning=f.str("meaning", required=True) or "", why=f.str("why", required=True) or "",
+            metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
+            needs_profiling=any(m in profiling_metrics for m in metrics),
+            workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", covers=tuple(covers),
+            job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
+        f.done()
+    return out
+
+
+def check_covers(modes, baselines, health, errors) -> None:
+    """`covers` names failure modes (and baseline signals, or DCGM health codes) that exist, and no mode
+    covers itself."""
+    ids = [m.id for m in modes]
+    signals = [b.signal for b in baselines]
+    codes = [n for c in health.codes for n in c.names] if health is not None else []
+    for m in modes:
+        for target, signal in m.covers:
+            if target not in ids or target == m.id:
+                errors.add(m.where, "unknown-failure-mode",
+                           f"failure mode {m.id} covers {target!r}: not another failure mode{did_you_mean(target, ids)}")
+            if signal and health is not None and target == health.failure_mode:
+                if signal not in codes:
+                    errors.add(m.where, "unknown-signal",
+                               f"failure mode {m.id} covers DCGM health code {signal!r}: not in dcgm_health.yaml{did_you_mean(signal, codes)}")
+            elif signal and signal not in signals:
+                errors.add(m.where, "unknown-signal",
+                           f"failure mode {m.id} covers signal {signal!r}: not in baselines.yaml{did_you_mean(signal, signals)}")

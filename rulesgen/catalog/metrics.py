@@ -1,0 +1,149 @@
+"""metrics.yaml, signals.yaml, xid.yaml and gpu_models.yaml: the inputs the failure modes read."""
+from __future__ import annotations
+
+import re
+
+from ..builders import templates
+from ..fields import Fields, did_you_mean
+from ..model import XID_CLASSES, Alias, GpuModel, Metric, Signal, Xid
+from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list
+
+
+def read_metrics(doc, errors):
+    items, wheres = top_list(doc, "metrics", errors, "metrics.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "metric", fallback=w)
+        name = f.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
+        unit = f.str("unit", required=True) or ""
+        m = Metric(
+            name=name or "?",
+            field_id=f.num("field_id", integer=True, minimum=0),
+            type=f.str("type", required=True, choices=("gauge", "counter", "label")) or "gauge",
+            unit=unit,
+            help=f.str("help", required=True) or "",
+            profiling=bool(f.bool("profiling", required=True)),
+            default_enabled=bool(f.bool("default_enabled", required=True)),
+            aliases=_aliases(f, unit),
+            exporter_1x_name=f.str("exporter_1x_name"),
+            valid_max=float(f.num("valid_max", default=9.0e18, minimum=1)),
+            max_plausible=f.num("max_plausible", minimum=0),
+            description=f.str("description", default="") or "",
+            where=f.where,
+        )
+        # Accepted for catalogs that still carry it; nothing reads it (panels take the signal's unit).
+        f.str("grafana_unit")
+        f.done()
+        for n in m.names:
+            if n in seen:
+                errors.add(f.at("name"), "duplicate-id", f"metric name {n!r} already defined on line {seen[n].line}")
+            else:
+                seen[n] = f.at("name")
+        out.append(m)
+    return out
+
+
+def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
+    """`aliases:` items are a name (same unit) or {name, unit, scale, since, source}. An alias in
+    another unit must say how to convert: a threshold in MHz applied to Hz would never fire."""
+    items, wheres = f.list("aliases")
+    out = []
+    for item, w in zip(items, wheres):
+        if isinstance(item, str):
+            out.append(Alias(name=item, unit=unit))
+            continue
+        af = Fields(item, f.errors, f"{f.what} alias", fallback=w)
+        name = af.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
+        alias_unit = af.str("unit", default=unit) or unit
+        scale = af.num("scale")
+        since = af.str("since", default="") or ""
+        source = af.str("source")
+        if alias_unit != unit and scale is None:
+            f.errors.add(af.where, "alias-scale-missing",
+                         f"alias {name} is in {alias_unit!r}, the metric in {unit!r}: give `scale` (factor to {unit})")
+        if scale is not None and scale <= 0:
+            f.errors.add(af.at("scale"), "bad-value", f"alias {name}: scale must be positive, got {scale!r}")
+        if scale is not None and scale != 1 and not source:
+            f.errors.add(af.where, "missing-source", f"alias {name}: a unit change needs `source` (where it is documented)")
+        af.done()
+        if name:
+            out.append(Alias(name=name, unit=alias_unit, scale=float(scale or 1.0), since=since))
+    return tuple(out)
+
+
+def read_signals(doc, errors, known_metrics):
+    items, wheres = top_list(doc, "signals", errors, "signals.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "signal", fallback=w)
+        record = f.str("record", required=True) or "?"
+        if record != "?" and not RECORD_NAME.match(record):
+            errors.add(f.at("record"), "bad-name",
+                       f"recording rule name {record!r} must follow level:metric:operations with level one of {', '.join(LEVELS)}")
+        if record in seen:
+            errors.add(f.at("record"), "duplicate-id", f"signal {record!r} already defined on line {seen[record].line}")
+        seen[record] = f.at("record")
+        expr = f.str("expr", required=True) or ""
+        used = tuple(sorted(n for n in templates.names_used(expr) if n.startswith(METRIC_PREFIXES)))
+        for name in used:
+            if name not in known_metrics:
+                errors.add(f.at("expr"), "unknown-metric",
+                           f"signal {record}: expression names unknown metric {name!r}{did_you_mean(name, known_metrics)}")
+        out.append(Signal(record=record, expr=expr, unit=f.str("unit", required=True) or "short",
+                          description=f.str("description", required=True) or "", metrics=used, where=f.at("expr")))
+        f.done()
+    return out
+
+
+def read_xids(doc, errors):
+    items, wheres = top_list(doc, "xids", errors, "xid.yaml")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "xid", fallback=w)
+        code = f.num("code", required=True, integer=True, minimum=1)
+        if code in seen:
+            errors.add(f.at("code"), "duplicate-id", f"XID {code} already defined on line {seen[code].line}")
+        seen[code] = f.at("code")
+        out.append(Xid(code=code or 0, name=f.str("name", required=True) or "", mnemonic=f.str("mnemonic"),
+                       nvidia_action=f.str("nvidia_action"),
+                       dcgm_health=f.str("dcgm_health", default="none", choices=("fail", "warn", "none")) or "none",
+                       xid_class=f.str("class", required=True, choices=XID_CLASSES) or "investigate",
+                       source=f.str("source", required=True) or ""))
+        f.done()
+    return out
+
+
+def _gpu_model(node, errors, where, keys, is_default):
+    what = "gpu_models.default" if is_default else "gpu model"
+    f = Fields(node, errors, what, fallback=where)
+    model_id = "default" if is_default else (f.str("id", required=True, pattern=r"[a-z0-9_]+") or "?")
+    name = f.str("name", required=True) or ""
+    match = None if is_default else f.str("match", required=True)
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            errors.add(f.at("match"), "bad-regex", f"gpu model {model_id}: match {match!r} is not a valid regex: {exc}")
+    source = f.str("source", required=True) or ""
+    limits = []
+    for key in (keys if keys is not None else [k for k in f.node if k not in ("id", "name", "match", "source")]):
+        value = f.num(key, required=True)
+        limits.append((key, float(value) if value is not None else 0.0))
+    f.done()
+    return GpuModel(id=model_id, name=name, match=match, limits=tuple(limits), source=source)
+
+
+def read_gpu_models(doc, errors):
+    top = Fields(doc, errors, "gpu_models.yaml")
+    default = _gpu_model(top.mapping("default", required=True), errors, top.where, None, True)
+    keys = [k for k, _ in default.limits]
+    items, wheres = top.list("models", required=True)
+    models, seen = [], {}
+    for item, w in zip(items, wheres):
+        model = _gpu_model(item, errors, w, keys, False)
+        if model.id in seen:
+            errors.add(w, "duplicate-id", f"gpu model {model.id!r} already defined on line {seen[model.id].line}")
+        seen[model.id] = w
+        models.append(model)
+    top.done()
+    return default, models

@@ -1,0 +1,43 @@
+"""alertmanager.yaml: route timings, a receiver per severity, and the silencing failure modes."""
+from __future__ import annotations
+
+from ..fields import Fields, did_you_mean
+from ..model import RECEIVERS, SEVERITIES, SILENCE_SCOPES, Routing, SeverityRoute, Silence
+
+
+def read_routing(doc, errors, mode_ids: list[str]) -> Routing:
+    """catalog/alertmanager.yaml: route timings, a receiver per severity, and the silencing failure modes."""
+    top = Fields(doc, errors, "alertmanager.yaml")
+    route = Fields(top.mapping("route", required=True), errors, "alertmanager.yaml route", fallback=top.at("route"))
+    timings = {}
+    for key in ("group_wait", "group_interval", "repeat_interval"):
+        tf = Fields(route.mapping(key, required=True), errors, f"route {key}", fallback=route.at(key))
+        timings[key] = tf.duration("value", required=True) or getattr(Routing(), key)
+        tf.str("source", required=True)
+        tf.done()
+    route.done()
+    severities = []
+    items, wheres = top.list("severities", required=True)
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "severity route", fallback=w)
+        severities.append(SeverityRoute(
+            severity=f.str("severity", required=True, choices=SEVERITIES) or "info",
+            receiver=f.str("receiver", required=True, choices=RECEIVERS) or "none",
+            repeat_interval=f.duration("repeat_interval"), source=f.str("source", required=True) or ""))
+        f.done()
+    missing = sorted(set(SEVERITIES) - {r.severity for r in severities})
+    if missing:
+        errors.add(top.at("severities"), "missing-key", f"alertmanager.yaml: no route for severity {', '.join(missing)}")
+    silences = []
+    items, wheres = top.list("silences")
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "silence", fallback=w)
+        mode = f.str("failure_mode", required=True) or "?"
+        if mode != "?" and mode not in mode_ids:
+            errors.add(f.at("failure_mode"), "unknown-failure-mode",
+                       f"alertmanager.yaml: silence names failure mode {mode!r}: not in failure_modes.yaml{did_you_mean(mode, mode_ids)}")
+        silences.append(Silence(failure_mode=mode, scope=f.str("scope", required=True, choices=SILENCE_SCOPES) or "gpu",
+                                source=f.str("source", required=True) or "", where=f.at("failure_mode")))
+        f.done()
+    top.done()
+    return Routing(severities=tuple(severities), silences=tuple(silences), **timings)
