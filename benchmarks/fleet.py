@@ -53,7 +53,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from rulesgen import conventions, promql_tree  # noqa: E402
+from rulesgen import conventions, rule_graph  # noqa: E402
 from rulesgen.durations import parse_duration  # noqa: E402
 from rulesgen.output import Rule  # noqa: E402
 from fleet_data import MODEL_NAME, Exporter, exporter_fields, exposition, make_fleet, write_openmetrics  # noqa: E402
@@ -122,7 +122,7 @@ class RuleSet:
     files: list[Path]
     intervals: dict[str, int]
     records_by_group: dict[str, list[str]]
-    graph: promql_tree.Graph  # what each rule reads (rulesgen's own dependency graph, from the files)
+    graph: rule_graph.Graph  # what each rule reads (rulesgen's own dependency graph, from the files)
 
     @classmethod
     def load(cls, files: list[Path]) -> "RuleSet":
@@ -132,7 +132,7 @@ class RuleSet:
                 intervals[g["name"]] = parse_duration(g.get("interval", "")) or GLOBAL_INTERVAL
                 records_by_group[g["name"]] = [r["expr"] for r in g["rules"] if "record" in r]
                 rules += [Rule(expr=r["expr"], record=r.get("record"), alert=r.get("alert")) for r in g["rules"]]
-        return cls(files, intervals, records_by_group, promql_tree.Graph(rules))
+        return cls(files, intervals, records_by_group, rule_graph.Graph(rules))
 
     def raw_metrics_recorded(self, group_filter: str) -> set[str]:
         """DCGM_FI_* names that the recording rules of the groups whose name contains `group_filter`

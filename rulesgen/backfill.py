@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conventions, processes, promql_tree
+from . import conventions, processes, promql_print
 from .builders import baselines
 from .durations import format_duration, rfc3339
 from .output import Rule, RuleFile, RuleGroup, RuleSet
@@ -61,7 +61,7 @@ def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
         raise BackfillError("no baseline rules rendered (is baseline_deviation disabled?): nothing to backfill")
     live = {k: v for k, v in recorded.items() if k not in conventions.BASELINE_RECORDS}
     step = format_duration(step_seconds)
-    hourly = promql_tree.inline(recorded[conventions.BASELINE_VALUE], live, step)
+    hourly = promql_print.inline(recorded[conventions.BASELINE_VALUE], live, step)
     day = f"(\n{hourly}\n)[{baselines.DAY_OF_POINTS}:1h]"
     first_hour = "\n  and on () hour() == 0"
     daily = [

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .model import Catalog
 from .output import RuleSet
-from .promql_tree import Graph
+from .rule_graph import Graph
 
 @dataclass(frozen=True)
 class Coverage:

@@ -13,7 +13,8 @@ from .artifacts import DASHBOARD_ONLY, Plan
 from .builders import vmalert_tests
 from .errors import Where
 from .output import Rule
-from .promql_tree import Graph, metric_names, selectors
+from .promql_tree import metric_names, selectors
+from .rule_graph import Graph
 from .render import kube
 from .render.runbooks import runbook_path
 

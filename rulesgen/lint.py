@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import promql_tree
+from . import promql_print, promql_tree
 from .conventions import is_sparse
 from .errors import RulesgenError
 from .durations import format_duration, parse_duration
@@ -76,7 +76,7 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
             add("rate-window", f"{call.function}() over [{format_duration(call.range)}] is shorter than 4x the scrape "
                 f"interval ({4 * scrape_interval}s)")
     for s in promql_tree.selectors(tree) if tree else ():
-        names = s.names or (promql_tree.selector_text(s),)
+        names = s.names or (promql_print.selector_text(s),)
         if s.range is not None and s.range >= long_window and not any(promql_tree.is_record(n) for n in names):
             add("raw-long-window", f"[{format_duration(s.range)}] over raw series {'|'.join(names)}: "
                 "downsample with a recording rule first")

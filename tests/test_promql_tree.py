@@ -1,7 +1,7 @@
 """The walks over the PromQL tree (rulesgen/promql_tree.py), on small expressions: no binary, milliseconds."""
 import pytest
 
-from rulesgen import promql_tree as t
+from rulesgen import promql_print as printing, promql_tree as t, rule_graph
 from rulesgen.output import Rule
 
 
@@ -44,7 +44,7 @@ def test_grouping_labels():
 
 def test_comparisons_in_operator_order_with_bool_and_matching():
     expr = "(a > bool 0.5) * on (g) group_left () b >= 3 and c:d:e < -2 unless d == e"
-    found = [(t.to_text(c.lhs), c.op, t.to_text(c.rhs), c.bool, t.number(c.rhs)) for c in t.comparisons(expr)]
+    found = [(printing.to_text(c.lhs), c.op, printing.to_text(c.rhs), c.bool, t.number(c.rhs)) for c in t.comparisons(expr)]
     assert found == [
         ("a", ">", "0.5", True, 0.5),
         ("(a > bool 0.5) * on (g) group_left () b", ">=", "3", False, 3.0),
@@ -74,25 +74,25 @@ def test_wrapped_series():
     "x @ start() + rate(y[5m] @ 100)",
 ])
 def test_printing_is_the_builders_style_and_round_trips(text):
-    assert t.to_text(text) == text
-    assert t.to_text(t.to_text(text)) == text
+    assert printing.to_text(text) == text
+    assert printing.to_text(printing.to_text(text)) == text
 
 
 def test_matcher_injection_keeps_strings_and_functions():
     expr = 'max_over_time(a:b:c{signal="x"}[1h]) - on (g) b:c:d and label_replace(DCGM_X, "a:b:c", "", "", "")'
-    out = t.with_matchers(expr, lambda s: ['cluster=~"$cluster"'] if s.name != "DCGM_X" else [])
+    out = printing.with_matchers(expr, lambda s: ['cluster=~"$cluster"'] if s.name != "DCGM_X" else [])
     assert out == ('max_over_time(a:b:c{signal="x", cluster=~"$cluster"}[1h]) - on (g) b:c:d{cluster=~"$cluster"}'
                    ' and label_replace(DCGM_X, "a:b:c", "", "", "")')
 
 
 def test_inline_replaces_records_by_their_expressions():
     defs = {"a:b:c": "avg_over_time(x[5m])", "d:e:f": "a:b:c * 2"}
-    assert t.inline('max_over_time(d:e:f[1h]) > d:e:f and on () y{z="a:b:c"}', defs, "1m") == (
+    assert printing.inline('max_over_time(d:e:f[1h]) > d:e:f and on () y{z="a:b:c"}', defs, "1m") == (
         'max_over_time(((avg_over_time(x[5m])) * 2)[1h:1m]) > ((avg_over_time(x[5m])) * 2) and on () y{z="a:b:c"}')
     with pytest.raises(ValueError, match="label matchers"):
-        t.inline('a:b:c{x="y"}', defs, "1m")
+        printing.inline('a:b:c{x="y"}', defs, "1m")
     with pytest.raises(ValueError, match="cycle"):
-        t.inline("a:b:c", {"a:b:c": "d:e:f", "d:e:f": "a:b:c"}, "1m")
+        printing.inline("a:b:c", {"a:b:c": "d:e:f", "d:e:f": "a:b:c"}, "1m")
 
 
 def test_syntax_errors_carry_the_parsers_message():
@@ -109,7 +109,7 @@ def test_graph_reads_and_readers():
         Rule(alert="B", expr='ALERTS{alertstate="firing"} and on () up'),
         Rule(record="gpu:unused:x", expr="DCGM_C"),
     ]
-    g = t.Graph(rules)
+    g = rule_graph.Graph(rules)
     assert g.read_rules(1) == {0} and g.read_rules(3) == {2, 3}
     assert g.readers("gpu:a:x") == (1,)
     assert g.records_read(["gpu:b:x > 1"]) == ("gpu:b:x", "gpu:a:x")

@@ -3,7 +3,7 @@ import subprocess
 
 import yaml
 
-from rulesgen import conventions, promql_tree
+from rulesgen import conventions, promql_print, promql_tree
 
 from conftest import ROOT, run_cli
 from rulesgen.artifacts import plan
@@ -91,7 +91,7 @@ def test_no_range_function_reads_a_long_window_of_raw_samples(rendered):
                 for s in promql_tree.selectors(r["expr"]):
                     if s.range is None or s.range < 3600:
                         continue
-                    what = f"{r.get('record') or r.get('alert')}: {promql_tree.selector_text(s)}"
+                    what = f"{r.get('record') or r.get('alert')}: {promql_print.selector_text(s)}"
                     assert s.names and all(promql_tree.is_record(n) for n in s.names), what
                     if s.range >= 86400:  # days: only the daily sums (1 point a day) or event series (1 per event)
                         assert all(conventions.is_sparse(n) for n in s.names), what

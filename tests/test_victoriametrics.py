@@ -22,7 +22,7 @@ import yaml
 import conftest
 from conftest import ROOT, tool
 from rulesgen.artifacts import DASHBOARD_ONLY, load_inputs
-from rulesgen import promql_tree
+from rulesgen import promql_tree, rule_graph
 from rulesgen.builders import promtool_tests, vmalert_tests
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
@@ -156,7 +156,7 @@ def test_rule_copy_keeps_every_rule_and_puts_readers_after_what_they_read():
         assert [position[id(r)] for r in g.rules] == sorted(position[id(r)] for r in g.rules)
     for reader in original:
         for read in original:
-            if read is reader or not set(promql_tree.written_names(read)) & set(promql_tree.names_read(reader.expr)):
+            if read is reader or not set(rule_graph.written_names(read)) & set(promql_tree.names_read(reader.expr)):
                 continue
             if position[id(read)] < position[id(reader)]:
                 assert level[id(read)] < level[id(reader)], (reader.record or reader.alert, read.record or read.alert)

@@ -1,7 +1,7 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from .. import conventions, covers, jobmetrics, promql, promql_tree
+from .. import conventions, covers, jobmetrics, promql, promql_tree, rule_graph
 from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
@@ -140,7 +140,7 @@ def job_signal_records(catalog: Catalog, settings: Settings) -> set[str]:
 def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
     """Recording rules the alerts read, directly or through other recording rules. The rest only
     feed dashboards: they go to aggregates.yaml, which scenario tests need not evaluate."""
-    return set(promql_tree.Graph(recording).records_read(a.expr for a in alert_rules))
+    return set(rule_graph.Graph(recording).records_read(a.expr for a in alert_rules))
 
 
 def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:

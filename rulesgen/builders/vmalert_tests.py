@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from ..durations import format_duration
 from ..output import Rule, RuleFile, RuleGroup
-from ..promql_tree import Graph
+from ..rule_graph import Graph
 from ..scenarios import Expectation, Scenario
 from .promtool_tests import document, expectation_expr, first_firing_expr, unexpected_expr
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from grafanalib.core import Template
 
-from ... import promql, promql_tree
+from ... import promql, promql_print, promql_tree
 from ...model import Catalog, FailureMode
 from ...output import RuleSet
 from ...settings import Settings
@@ -130,7 +130,7 @@ class Context:
                 return []
             keys = [k for k in LEVEL_KEYS[level(s.name)] if k in SCOPE_KEYS[scope] and k in ("cluster", "host")]
             return [self.variables.matchers(keys)]
-        return promql_tree.with_matchers(expr, add)
+        return promql_print.with_matchers(expr, add)
 
     def legend(self, scope: str, extra_labels=()) -> str:
         host = self.settings.host_label

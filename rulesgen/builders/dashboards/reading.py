@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import conventions, promql, promql_tree
+from ... import conventions, promql, promql_print, promql_tree
 from ...errors import Collector
 from ...model import FailureMode, Threshold
 from .. import templates
@@ -59,7 +59,7 @@ def _with_values(expr, values: dict[str, float]) -> str:
     def value(s: promql_tree.Selector) -> str | None:
         name = _marker(s)
         return promql.format_number(values[name]) if name else None
-    return promql_tree.to_text(expr, value)
+    return promql_print.to_text(expr, value)
 
 
 @dataclass(frozen=True)
