@@ -1,0 +1,88 @@
+"""`rulesgen backfill prometheus|victoriametrics`: the baseline history for past days."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..catalog import bundled_catalog_dir
+from ..durations import rfc3339
+from ..tools import ToolMissing
+from .app import plan_or_fail
+
+
+def _time(value: str | None) -> int:
+    """Unix seconds or RFC 3339 (2026-11-01T00:00:00Z); None means now."""
+    import time
+    from datetime import datetime
+    if value is None:
+        return int(time.time())
+    if value.isdigit():
+        return int(value)
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither unix seconds nor RFC 3339 (2026-11-01T00:00:00Z)")
+
+
+def _backfill_options(f):
+    for option in reversed([
+        click.option("--url", required=True, help="The server's HTTP address, e.g. http://127.0.0.1:9090."),
+        click.option("--days", type=click.IntRange(1, 60), default=None,
+                     help="Days of history to compute [default: the baseline window, baselines.window]."),
+        click.option("--end", default=None, help="End of the history (unix seconds or RFC 3339) [default: now]."),
+        click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/"),
+        click.option("--config", default=None),
+    ]):
+        f = option(f)
+    return f
+
+
+@click.group(name="backfill")
+def backfill_group():
+    """Compute the baseline history for past days from the raw samples on a server."""
+
+
+def _backfill_plan(catalog, config, days, end):
+    from .. import backfill as bf
+    plan = plan_or_fail(catalog, config, None)
+    span = bf.Span.of(days or plan.settings.baselines.window // bf.DAY, _time(end))
+    try:
+        files = bf.backfill_files(plan.rules, plan.settings.evaluation_interval)
+    except bf.BackfillError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    return bf, span, files
+
+
+@backfill_group.command(name="prometheus")
+@_backfill_options
+@click.option("--output-dir", required=True, help="Where to write the TSDB blocks.")
+def backfill_prometheus(url, days, end, catalog, config, output_dir):
+    """TSDB blocks via `promtool tsdb create-blocks-from rules`; move them into the data directory."""
+    from ..tools import find_tool
+    bf, span, files = _backfill_plan(catalog, config, days, end)
+    try:
+        bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool"))
+    except (bf.BackfillError, ToolMissing) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
+               f"Move the block directories into Prometheus' data directory (--storage.tsdb.path); it loads them "
+               f"within a minute (retention must cover {(span.end - span.start) // bf.DAY} days).")
+
+
+@backfill_group.command(name="victoriametrics")
+@_backfill_options
+@click.option("--write-url", default=None, help="Remote-write address if not --url (e.g. vminsert).")
+def backfill_victoriametrics(url, days, end, catalog, config, write_url):
+    """vmalert replay: reads raw samples from --url, writes the history back with remote write."""
+    from ..tools import find_tool
+    bf, span, files = _backfill_plan(catalog, config, days, end)
+    try:
+        bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url)
+    except (bf.BackfillError, ToolMissing) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")

@@ -1,0 +1,122 @@
+"""Commands that describe the catalog: list (what is active, blind or lacking input) and explain."""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import click
+
+from .. import jobmetrics
+from ..catalog import bundled_catalog_dir
+from ..render.counters import parse_counters
+from .app import plan_or_fail, with_common
+
+
+@click.command(name="list")
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+@click.option("--counters", "counters_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A dcgm-exporter counters CSV: report the failure modes it leaves blind.")
+@click.option("--job-metrics", "job_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="What a training job exports (its /metrics page, e.g. `curl POD:9090/metrics`): report the "
+                   "job failure modes inactive for it, for lack of input.")
+def list_cmd(catalog, config, counters_file, job_file):
+    """Failure modes (active or not, and why) and metrics (which need profiling)."""
+    from ..coverage import coverage
+    plan = plan_or_fail(catalog, config, None)
+    inactive = dict(plan.rules.inactive)
+    if job_file:
+        exported = jobmetrics.exposition_names(Path(job_file).read_text(errors="replace"))
+        for fm in plan.catalog.failure_modes:
+            missing = jobmetrics.missing_inputs(plan.settings, fm.job_metrics, exported)
+            if missing and fm.id not in inactive:
+                inactive[fm.id] = f"no input: {job_file} exports no {' / '.join(missing)}"
+    enabled = parse_counters(Path(counters_file).read_text()) if counters_file else None
+    report = coverage(plan.catalog, plan.rules, enabled) if enabled is not None else {}
+    click.echo("FAILURE MODES")
+    for fm in plan.catalog.failure_modes:
+        state = f"inactive: {inactive[fm.id]}" if fm.id in inactive else "active"
+        if fm.id in report and report[fm.id].state != "covered":
+            state = report[fm.id].describe()
+        prof = " [needs profiling]" if fm.needs_profiling else ""
+        if fm.job_metrics and fm.id not in inactive:  # optional input: quiet for jobs that do not export it
+            names = ", ".join(jobmetrics.input_names(plan.settings, fm.job_metrics))
+            prof += f" [needs job metrics: {names}; silent for jobs without them]"
+        sev = "/".join(a.severity for a in fm.alerts)
+        click.echo(f"  {fm.id:<26} {fm.group:<10} {sev:<24} {state}{prof}")
+    if job_file:
+        lacking = [fm.id for fm in plan.catalog.failure_modes if inactive.get(fm.id, "").startswith("no input:")]
+        click.echo(f"\n{job_file}: {len(lacking)} job failure mode(s) inactive for lack of input: {', '.join(lacking) or 'none'}")
+        click.echo("the job-metrics contract: README \"Job metrics\" (names and labels from job_metrics: in rulesgen.yaml)")
+        return
+    if enabled is not None:
+        blind = [fm_id for fm_id, c in report.items() if c.state == "blind"]
+        click.echo(f"\n{counters_file}: {len(blind)} failure mode(s) blind: {', '.join(blind) or 'none'}")
+        click.echo("render exporter/dcgm-counters.csv (make render) for a counters file that enables every field the rules read")
+        return
+    click.echo("\nMETRICS")
+    for m in plan.catalog.metrics:
+        flags = ", ".join(x for x in ("profiling" if m.profiling else "", "default" if m.default_enabled else "opt-in") if x)
+        click.echo(f"  {m.name:<48} {m.type:<8} {m.unit:<10} {flags}")
+
+
+@click.command()
+@click.argument("failure_mode")
+@with_common
+def explain(failure_mode, catalog, config, scenarios):
+    """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files."""
+    plan = plan_or_fail(catalog, config, scenarios)
+    ids = [fm.id for fm in plan.catalog.failure_modes]
+    if failure_mode not in ids:
+        from ..fields import did_you_mean
+        click.echo(f"error: unknown failure mode {failure_mode!r}{did_you_mean(failure_mode, ids)}", err=True)
+        sys.exit(2)
+    fm = plan.catalog.failure_mode(failure_mode)
+    wrap = lambda text: textwrap.fill(" ".join(text.split()), 100, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    click.echo(f"{fm.id}: {fm.title} ({fm.group}, scope {fm.scope})\n\n{wrap(fm.summary)}\n")
+    click.echo(f"WHAT IT MEANS\n{wrap(fm.meaning)}\n\nWHY IT MATTERS\n{wrap(fm.why)}\n")
+    click.echo("THRESHOLDS")
+    overrides = dict(plan.settings.for_mode(fm.id).thresholds)
+    for t in fm.thresholds:
+        value = overrides.get(t.name, t.value)
+        click.echo(f"  {t.name} = {value} {t.unit}{' (from rulesgen.yaml)' if t.name in overrides else ''}")
+        click.echo(wrap("source: " + t.source))
+    if not fm.thresholds:
+        click.echo("  (none)")
+    click.echo("\nALERTS")
+    for rule in plan.rules.rules:
+        if rule.failure_mode == fm.id:
+            labels = dict(rule.labels)
+            click.echo(f"  {rule.alert}  severity={labels['severity']} action={labels['action']} for={rule.for_seconds}s")
+            click.echo(textwrap.indent(rule.expr, "    "))
+    if fm.id in dict(plan.rules.inactive):
+        click.echo(f"  inactive: {dict(plan.rules.inactive)[fm.id]}")
+    covered_by = {}
+    for m in plan.catalog.failure_modes:
+        for target, value in m.covers:
+            if target == fm.id:
+                covered_by.setdefault(m.id, []).append(value)
+    if fm.covers or covered_by:
+        click.echo("\nONE FAULT, ONE ALERT")
+        for target in dict.fromkeys(t for t, _ in fm.covers):
+            values = [v for t, v in fm.covers if t == target and v]
+            click.echo(wrap(f"covers {target}" + (f" ({', '.join(values)})" if values else "") + " on the same GPU"))
+        for source, values in covered_by.items():
+            values = [v for v in values if v]
+            click.echo(wrap(f"covered by {source}" + (f" ({', '.join(values)})" if values else "") + " on the same GPU"))
+    health = plan.catalog.health
+    if health is not None and health.failure_mode == fm.id:
+        click.echo(f"\nDCGM CODES (catalog/dcgm_health.yaml, label {health.label})")
+        click.echo(wrap("drain (critical on FAIL): " + ", ".join(c.code for c in health.codes if c.health_class == "drain")))
+        click.echo(wrap("every other code: warning, investigate"))
+    click.echo("\nRUNBOOK\n  Check:")
+    for line in fm.runbook.check:
+        click.echo(f"   - {line}")
+    click.echo("  Do:")
+    for line in fm.runbook.act:
+        click.echo(f"   - {line}")
+    from ..lineage import alert_path
+    click.echo("\nPATH (catalog -> rules -> files)")
+    for line in alert_path(plan, fm.id) or ["  (no alert rendered)"]:
+        click.echo(line)

@@ -1,0 +1,124 @@
+"""Commands that write or verify the outputs: render, check, test, init, lint, push."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .. import artifacts as arts
+from ..catalog import bundled_catalog_dir
+from ..errors import RulesgenError
+from ..replay import run_promtool_test
+from ..tools import ToolMissing
+from .app import config_path, fail, plan_or_fail, with_common
+
+
+@click.command()
+@with_common
+@click.option("--out", default=".", show_default=True, help="Output root (alerts/, tests/promtool/ ...).")
+def render(catalog, config, scenarios, out):
+    """Render every output file (all or none)."""
+    plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    changed = arts.write_all(Path(out), plan.artifacts)
+    click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
+    for name in changed:
+        click.echo(f"  {name}")
+
+
+@click.command()
+@with_common
+@click.option("--out", default=".", show_default=True)
+def check(catalog, config, scenarios, out):
+    """Fail when the committed outputs differ from a fresh render."""
+    plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    diffs = arts.differences(Path(out), plan.artifacts)
+    if diffs:
+        for d in diffs:
+            click.echo(d, err=True)
+        click.echo("outputs are stale: run `make render` and commit the result", err=True)
+        sys.exit(1)
+    click.echo(f"{len(plan.artifacts)} generated files are up to date")
+
+
+@click.command()
+@with_common
+@click.option("--out", default=".", show_default=True)
+def test(catalog, config, scenarios, out):
+    """Render, then run promtool on every scenario test in tests/promtool/."""
+    plan = plan_or_fail(catalog, config, scenarios)
+    arts.write_all(Path(out), plan.artifacts)
+    files = sorted(Path(out, a.path) for a in plan.artifacts if a.path.startswith("tests/promtool/"))
+    if not files:
+        click.echo("no scenarios found", err=True)
+        sys.exit(1)
+    try:
+        rc, output = run_promtool_test(files)
+    except ToolMissing as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(output.rstrip())
+    sys.exit(0 if rc == 0 else 1)
+
+
+@click.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def init(directory, force):
+    """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
+    from ..init import scaffold
+    written, skipped = scaffold(Path(directory), force)
+    for rel in written:
+        click.echo(f"wrote {Path(directory, rel)}")
+    for rel in skipped:
+        click.echo(f"kept existing {Path(directory, rel)} (use --force to overwrite)")
+    click.echo("next: cd into it, run `make render`, commit, and let CI run `make test`")
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--config", default=None)
+def lint(files, config):
+    """Offline checks of rendered rule FILES (default alerts/prometheus/*.yaml), in the manner of pint."""
+    from ..lint import lint_files
+    try:
+        from ..settings import load_settings
+        settings = load_settings(config_path(config))
+    except RulesgenError as exc:
+        fail(exc)
+    paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
+    findings = lint_files(paths, settings.scrape_interval)
+    for f in findings:
+        click.echo(str(f))
+    click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
+    sys.exit(1 if findings else 0)
+
+
+@click.command(name="push")
+@click.option("--grafana-url", required=True, help="Grafana base URL, e.g. https://grafana.example.com")
+@click.option("--folder", default=None, help="Grafana folder (default: dashboards.folder in rulesgen.yaml, else GPU).")
+@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per HTTP request.")
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+def push_cmd(grafana_url, folder, timeout, catalog, config):
+    """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
+    import json
+
+    from ..conventions import folder_uid
+    from ..push import PushError, push
+    token = os.environ.get("GRAFANA_TOKEN", "")
+    if not token:
+        click.echo("error: GRAFANA_TOKEN is not set: export a Grafana service-account token with Editor rights", err=True)
+        sys.exit(2)
+    plan = plan_or_fail(catalog, config, None)
+    dashboards = [json.loads(a.text) for a in plan.artifacts if a.path.startswith("dashboards/") and a.path.endswith(".json")]
+    folder = folder or plan.settings.dashboards.folder
+    try:
+        pushed = push(grafana_url, token, dashboards, folder, folder_uid(folder), timeout)
+    except PushError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    for d in pushed:
+        click.echo(f"  {d.uid}  {d.title:<20} version {d.version}  {d.url}")
+    click.echo(f"pushed {len(pushed)} dashboards into folder {folder!r} at {grafana_url}")

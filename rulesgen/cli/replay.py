@@ -1,0 +1,87 @@
+"""`rulesgen replay`: scenario files through promtool, optionally as another exporter dialect, with a plot."""
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import click
+
+from .. import artifacts as arts
+from ..catalog import bundled_catalog_dir
+from ..errors import RulesgenError
+from ..replay import format_outcome, replay
+from ..tools import ToolMissing
+from .app import fail, plan_or_fail
+
+
+@click.command(name="replay")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
+@click.option("--config", default=None)
+@click.option("--jobs", "-j", default=os.cpu_count() or 1, show_default="CPU count", help="promtool runs in parallel.")
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Also draw the scenario's series and when each alert was pending/firing to this PNG "
+                   "(one scenario only; needs matplotlib: pip install 'rulesgen[plot]').")
+@click.option("--dialect", "dialect_names", multiple=True, metavar="NAME",
+              help="Replay as another exporter/scrape set-up records it (repeatable): a preset such as "
+                   "exporter-4.9, or axes joined by '+', e.g. hostname+names-4.9+scrape-60s. "
+                   "`rulesgen replay --list-dialects` lists them.")
+@click.option("--list-dialects", is_flag=True, is_eager=True, expose_value=False,
+              callback=lambda ctx, _param, value: _list_dialects(ctx) if value else None,
+              help="List the dialect axes and presets, then exit.")
+def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names):
+    """Replay scenario FILES through promtool: what fired, when, and whether it matches `expect`."""
+    import tempfile
+
+    from ..dialects import apply, parse_dialect
+    from ..scenarios import load_scenarios
+    if plot_path and len(files) != 1:
+        raise click.UsageError("--plot takes exactly one scenario file")
+    plan = plan_or_fail(catalog, config, None)
+    try:
+        scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes],
+                                   known_metrics={n for m in plan.catalog.metrics for n in m.names},
+                                   job_metrics=plan.settings.job_metrics.names)
+        dialects = [parse_dialect(d) for d in dialect_names]
+    except RulesgenError as exc:
+        fail(exc)
+    if dialects:
+        scenarios = [apply(s, d, plan.catalog) for s in scenarios for d in dialects]
+    failed = 0
+    modes = [fm.id for fm in plan.catalog.failure_modes]
+    with tempfile.TemporaryDirectory(prefix="rulesgen-rules-") as tmp:
+        arts.write_all(Path(tmp), [a for a in plan.artifacts if a.path.startswith("alerts/")])
+        rule_paths = [Path(tmp, f.path) for f in plan.rules.files if f.path not in arts.DASHBOARD_ONLY]
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(replay, s, rule_paths, modes) for s in scenarios]
+            for future in futures:
+                try:
+                    outcome = future.result()
+                except ToolMissing as exc:
+                    click.echo(f"error: {exc}", err=True)
+                    sys.exit(1)
+                click.echo(format_outcome(outcome, plan.settings.host_label))
+                failed += not outcome.ok
+        if plot_path:
+            _plot(scenarios[0], rule_paths, plan, Path(plot_path))
+    click.echo(f"{len(scenarios) - failed}/{len(scenarios)} scenarios match their expectations")
+    sys.exit(1 if failed else 0)
+
+
+def _list_dialects(ctx) -> None:
+    from ..dialects import describe
+    click.echo("\n".join(describe()))
+    ctx.exit(0)
+
+
+def _plot(scenario, rule_paths, plan, out: Path) -> None:
+    from ..plot import PlotUnavailable, draw, plot_data
+    try:
+        data = plot_data(scenario, rule_paths, plan.catalog, plan.settings.host_label)
+        draw(data, out, plan.settings.host_label)
+    except (PlotUnavailable, ToolMissing) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    click.echo(f"plot: {out} ({len(data.metrics)} series panels, {len(data.spans)} pending/firing spans)")
