@@ -78,8 +78,9 @@ class Fields:
             self.errors.add(self.at(key), "bad-value", f"{self.what}.{key} must be finite, got {value!r}")
             return default
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            self.errors.add(self.at(key), "bad-value",
-                            f"{self.what}.{key} must be within [{minimum}, {maximum}], got {value!r}")
+            bounds = (f"within [{minimum}, {maximum}]" if minimum is not None and maximum is not None
+                      else f"at least {minimum}" if minimum is not None else f"at most {maximum}")
+            self.errors.add(self.at(key), "bad-value", f"{self.what}.{key} must be {bounds}, got {value!r}")
             return default
         return value
 

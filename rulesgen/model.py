@@ -137,6 +137,15 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class BaselineStatistics:
+    """The numbers the baseline statistics are built with (catalog/baselines.yaml `statistics:`), each
+    with its source. The windows (30 minutes now, hourly history, daily sums) are in the record names
+    (conventions.py) and stay there."""
+    mad_to_sigma: Threshold
+    min_history_points: Threshold
+
+
+@dataclass(frozen=True)
 class BaselineSignal:
     """A catalog metric compared with its own history and its peers (catalog/baselines.yaml)."""
     signal: str  # the `signal` label value
@@ -244,6 +253,7 @@ class Catalog:
     gpu_default: GpuModel
     gpu_models: tuple[GpuModel, ...]
     baselines: tuple[BaselineSignal, ...] = ()
+    baseline_statistics: BaselineStatistics | None = None  # with baselines.yaml
     health: HealthTable | None = None
     routing: Routing = Routing()
 

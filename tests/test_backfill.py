@@ -108,10 +108,11 @@ def check_history(points, query, end: int) -> None:
     assert {g: [v for _, v in s] for g, s in total.items()} == {
         str(g): [sum(expected_hourly(g, h) for h in hours)] for g in range(GPUS)}
     from rulesgen.builders.baselines import history_mean_expr
+    from rulesgen.catalog import bundled_catalog_dir, load_catalog
     from rulesgen.settings import BaselineSettings, Settings
     sums = points(f'{conventions.BASELINE_DAILY_SUM}{{signal="gpu_temp",gpu="0"}}', end - 14 * DAY, after)["0"]
     counts = points(f'{conventions.BASELINE_DAILY_COUNT}{{signal="gpu_temp",gpu="0"}}', end - 14 * DAY, after)["0"]
-    mean = by_gpu(query(history_mean_expr('signal="gpu_temp"', Settings(baselines=BaselineSettings(min_history=DAY))), after))
+    mean = by_gpu(query(history_mean_expr('signal="gpu_temp"', Settings(baselines=BaselineSettings(min_history=DAY)), load_catalog(bundled_catalog_dir()).baseline_statistics), after))
     assert mean["0"] == pytest.approx(sum(v for _, v in sums) / sum(v for _, v in counts))
     sbe = points(f'{conventions.BASELINE_HOURLY}{{signal="ecc_sbe_rate"}}', end - DAY + 1, end)
     assert all(v == pytest.approx(1.0, rel=0.02) for _, v in sbe["1"]) and all(v == 0 for _, v in sbe["0"])

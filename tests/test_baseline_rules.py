@@ -68,7 +68,7 @@ def test_flat_history_is_floored_and_a_young_gpu_is_cold(tmp_path, promtool):
     series = steady("60x168 61x2", 170)
     cold = [{"expr": expr, "eval_time": "2d1h", "exp_samples": []} for expr in (
         baselines.history_z(gpu_temp), f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}}',
-        baselines.history_warm('signal="gpu_temp"', Settings()))]
+        baselines.history_warm('signal="gpu_temp"', Settings(), _catalog().baseline_statistics))]
     warm = [
         one(baselines.history_z(gpu_temp), "7d1h", 0.5),
         one(f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}} * 1', "7d1h", 60),  # "* 1" drops __name__

@@ -1,12 +1,15 @@
 """Bad input: every problem reported as path:line:col: error[code]: message, exit 1, nothing written."""
+import shutil
 from pathlib import Path
 
 import pytest
 
 from conftest import run_cli
-from rulesgen.catalog import load_catalog
+from rulesgen import conventions
+from rulesgen.builders.rules import build_rules
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
-from rulesgen.settings import load_settings
+from rulesgen.settings import Settings, load_settings
 
 
 def errors_of(fn, *args):
@@ -199,3 +202,30 @@ silences:
     assert [(r.severity, r.receiver, r.repeat_interval) for r in routing.severities] == [
         ("critical", "page", 3600), ("info", "none", None), ("warning", "ticket", None)]
     assert [(s.failure_mode, s.scope) for s in routing.silences] == [("hot_gpu", "gpu")]
+
+
+def test_baseline_statistics_come_from_the_catalog_with_their_sources(tmp_path):
+    """The constants of the baseline arithmetic live in catalog/baselines.yaml `statistics:`, each with a
+    source; a missing source or an impossible value is an error naming the line, and the value given is
+    the one the rules use."""
+    catalog = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), catalog)
+    path = catalog / "baselines.yaml"
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "value: 1.4826" in text)
+    edit(path, "    value: 1.4826\n", "    value: 0.5\n")
+    edit(path, "  min_history_points:\n    value: 24\n    source: >-\n", "  min_history_points:\n    value: 48\n    sources: >-\n")
+    found = errors_of(load_catalog, catalog)
+    assert found[0] == (f"{path}:{line}:5: error[bad-value]: statistics mad_to_sigma.value must be at least 1.0, got 0.5")
+    assert any(f"{path}:" in e and "error[missing-key]" in e and "source" in e for e in found[1:]), found
+    assert any("error[unknown-key]" in e and "sources" in e for e in found[1:]), found
+    edit(path, "    value: 0.5\n", "    value: 1.5\n")
+    edit(path, "    sources: >-\n", "    source: >-\n")
+    stats = load_catalog(catalog).baseline_statistics
+    assert (stats.mad_to_sigma.value, stats.min_history_points.value) == (1.5, 48)
+    rules = build_rules(load_catalog(catalog), Settings())
+    alert = next(r for r in rules.rules if r.failure_mode == "baseline_deviation")
+    assert "1.5 * last_over_time(node:dcgm_baseline_peers:mad" in alert.expr
+    assert "1.4826" not in alert.expr
+    mean = next(r for r in rules.rules if r.record == conventions.BASELINE_HISTORY_MEAN)
+    assert ">= 48)" in mean.expr

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from .. import conventions, promql
 from ..durations import format_duration
-from ..model import BaselineSignal, Catalog
+from ..model import BaselineSignal, BaselineStatistics, Catalog
 from ..output import Rule
 from ..settings import Settings
 
-# Robust z: 1.4826 x MAD estimates the standard deviation of normal data (one outlier cannot widen it).
-MAD_TO_SIGMA = 1.4826
 # The weekly comparison reads the hourly point within 30 minutes of now minus one week.
 WEEK_AGO = "6d23h30m"
 # One day of hourly points. Prometheus 2.x range selectors include both ends (3.x and VictoriaMetrics
@@ -75,7 +73,7 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
         history.append(Rule(record=record, expr=_once_per(expr, record, "day")))
     # The history itself, once an hour from 14 daily points; the alert and the dashboards read it
     # with last_over_time.
-    history.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s)))
+    history.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s, catalog.baseline_statistics)))
     history.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
     return fast, history
 
@@ -119,7 +117,8 @@ def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
                 continue
             guard = by_name.get(guard_name) if guard_name else None
             if kind != "history":
-                terms.append(_labelled(_peer_term(signals, guard, kind, settings, t), f"{kind}_peers"))
+                terms.append(_labelled(_peer_term(signals, guard, kind, settings, t, catalog.baseline_statistics),
+                                       f"{kind}_peers"))
                 continue
             term = _history_term(signals, guard, settings, t)
             for b in signals:
@@ -157,7 +156,8 @@ def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, s
     return _deviation_term(signals, delta, spread, t["z"], usual, settings, t)
 
 
-def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, level: str, settings: Settings, t) -> str:
+def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, level: str, settings: Settings, t,
+               stats: BaselineStatistics) -> str:
     labels = _peer_labels(level, settings)
     on = promql.by((*labels, "signal"))
     m = _matching(signals)
@@ -165,7 +165,7 @@ def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, leve
     value = conventions.BASELINE_VALUE
     delta = (f"(({recent(value, settings, m)} - on ({on}) group_left () {recent(median, settings, m)})"
              f" * on (signal) group_left () {_direction(signals)})")
-    spread = _at_least(f"{MAD_TO_SIGMA} * {recent(mad, settings, m)}", _param({b.signal: b.floor.value for b in signals}))
+    spread = _at_least(f"{_sigma(stats)} * {recent(mad, settings, m)}", _param({b.signal: b.floor.value for b in signals}))
     usual = None
     if guard:
         g = _of(guard.signal)
@@ -205,7 +205,7 @@ def _of(signal: str) -> str:
     return f'signal="{signal}"'
 
 
-def history_mean_expr(matchers: str, settings: Settings) -> str:
+def history_mean_expr(matchers: str, settings: Settings, stats: BaselineStatistics) -> str:
     """Mean of the GPU's hourly points over the window (or, with weekly seasonality, of the points
     around the same time one week earlier when there are any), only for a warm history."""
     total = _window_sum(conventions.BASELINE_DAILY_SUM, matchers, settings)
@@ -213,10 +213,10 @@ def history_mean_expr(matchers: str, settings: Settings) -> str:
     if settings.baselines.seasonality == "weekly":
         mean = (f"avg_over_time({_selector(conventions.BASELINE_HOURLY, matchers)}[59m] offset {WEEK_AGO})\n"
                 f"  or {total}\n  / {points}")
-        return f"(\n{_indent(mean, 2)}\n)\nand {history_warm(matchers, settings)}"
+        return f"(\n{_indent(mean, 2)}\n)\nand {history_warm(matchers, settings, stats)}"
     # history_warm inlined: the point count is the divisor, so it is summed once (window sums are
     # the cost of this rule).
-    return (f"{total}\n  / ({points} >= {MIN_POINTS})\n"
+    return (f"{total}\n  / ({points} >= {_min_points(stats)})\n"
             f"and {_days_present(matchers, settings)} >= {settings.baselines.min_days}")
 
 
@@ -240,15 +240,11 @@ def _stddev_record_expr(settings: Settings) -> str:
     return history_stddev_expr("", settings, mean=mean)
 
 
-# The fewest hourly points a history may have, whatever its age: a mean and stddev need some data.
-MIN_POINTS = 24
-
-
-def history_warm(matchers: str, settings: Settings) -> str:
+def history_warm(matchers: str, settings: Settings, stats: BaselineStatistics) -> str:
     """The cold-start rule: min_history days of daily points (days with busy hours) in the window, and
     at least a day's worth of hourly points, before the GPU's own history speaks."""
     return (f"{_days_present(matchers, settings)} >= {settings.baselines.min_days}\n"
-            f"and {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {MIN_POINTS}")
+            f"and {_window_sum(conventions.BASELINE_DAILY_COUNT, matchers, settings)} >= {_min_points(stats)}")
 
 
 def _days_present(matchers: str, settings: Settings) -> str:
@@ -292,11 +288,21 @@ def peer_delta(b: BaselineSignal, level: str, settings: Settings) -> str:
     return f"({median} - on ({on}) group_right () {now})"
 
 
-def peer_z(b: BaselineSignal, level: str, settings: Settings) -> str:
+def peer_z(b: BaselineSignal, level: str, settings: Settings, stats: BaselineStatistics) -> str:
     on = promql.by((*_peer_labels(level, settings), "signal"))
     mad = conventions.baseline_peers(level, "mad")
     return (f"{peer_delta(b, level, settings)}\n  / on ({on}) group_left () "
-            f"clamp_min({MAD_TO_SIGMA} * {mad}, {promql.format_number(b.floor.value)})")
+            f"clamp_min({_sigma(stats)} * {mad}, {promql.format_number(b.floor.value)})")
+
+
+def _sigma(stats: BaselineStatistics) -> str:
+    """Robust spread: the MAD times the normal consistency constant (one outlier cannot widen it)."""
+    return promql.format_number(stats.mad_to_sigma.value)
+
+
+def _min_points(stats: BaselineStatistics) -> str:
+    """The fewest hourly points a history may have, whatever its age: a mean and stddev need some data."""
+    return promql.format_number(stats.min_history_points.value)
 
 
 def _labelled(expr: str, baseline: str) -> str:

@@ -47,7 +47,8 @@ def load_catalog(directory: Path) -> Catalog:
     xids = read_xids(docs["xid.yaml"], errors)
     default, models = read_gpu_models(docs["gpu_models.yaml"], errors)
     modes = read_failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
-    baselines = read_baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs else []
+    baselines, statistics = (read_baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs
+                             else ([], None))
     health = read_health(docs["dcgm_health.yaml"], errors) if "dcgm_health.yaml" in docs else None
     if health is not None:
         modes = with_health_covers(modes, health, errors)
@@ -55,5 +56,6 @@ def load_catalog(directory: Path) -> Catalog:
     routing = read_routing(docs["alertmanager.yaml"], errors, [m.id for m in modes]) if "alertmanager.yaml" in docs else Routing()
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
-                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines), health=health,
+                   gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
+                   baseline_statistics=statistics, health=health,
                    routing=routing)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from ..fields import Fields, did_you_mean
-from ..model import BASELINE_DIRECTIONS, BaselineSignal, Threshold
-from .common import top_list
+from ..model import BASELINE_DIRECTIONS, BaselineSignal, BaselineStatistics, Threshold
 
 
-def read_baselines(doc, errors, known_metrics):
-    items, wheres = top_list(doc, "baselines", errors, "baselines.yaml")
+def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], BaselineStatistics]:
+    top = Fields(doc, errors, "baselines.yaml")
+    items, wheres = top.list("baselines", required=True)
+    statistics = _statistics(top, errors)
+    top.done()
     out, seen, guards = [], {}, []
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "baseline", fallback=w)
@@ -52,4 +54,24 @@ def read_baselines(doc, errors, known_metrics):
             errors.add(where, "unknown-signal", f"baseline {name}: names unknown baseline signal {guard!r}{did_you_mean(guard, list(by_name))}")
         elif guard == name:
             errors.add(where, "bad-value", f"baseline {name}: same_load and alert_signal cannot name the signal itself")
-    return out
+    return out, statistics
+
+
+# statistics: key -> (unit, smallest value, integer)
+STATISTICS = {"mad_to_sigma": ("ratio", 1.0, False), "min_history_points": ("points", 1, True)}
+
+
+def _statistics(top: Fields, errors) -> BaselineStatistics:
+    """`statistics:`: the constants of the baseline arithmetic, each {value, source}."""
+    sf = Fields(top.mapping("statistics", required=True), errors, "baselines.yaml statistics", fallback=top.at("statistics"))
+    default = Threshold(name="?", value=1.0, unit="", source="")
+    values = {key: default for key in STATISTICS}  # replaced below, or an error is reported
+    for key, (unit, minimum, integer) in STATISTICS.items():
+        f = Fields(sf.mapping(key, required=True), errors, f"statistics {key}", fallback=sf.at(key))
+        value = f.num("value", required=True, minimum=minimum, integer=integer)
+        source = f.str("source", required=True) or ""
+        f.done()
+        if value is not None:
+            values[key] = Threshold(name=key, value=float(value), unit=unit, source=source)
+    sf.done()
+    return BaselineStatistics(**values)

@@ -63,7 +63,7 @@ def baseline_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     legend = ctx.legend("gpu") + " {{signal}}"
     history = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.history_z(b)), "gpu")), legend,
                       chr(ord("A") + i)) for i, b in enumerate(alerting)]
-    peers = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.peer_z(b, "node", ctx.settings)), "gpu")), legend,
+    peers = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.peer_z(b, "node", ctx.settings, ctx.catalog.baseline_statistics)), "gpu")), legend,
                     chr(ord("A") + i)) for i, b in enumerate(alerting)]
     names = ", ".join(b.signal for b in alerting)
     return [
