@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..fields import Fields, did_you_mean
 from ..model import BASELINE_DIRECTIONS, BaselineSignal, BaselineStatistics, Threshold
+from .common import unique
 
 
 def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], BaselineStatistics]:
@@ -14,9 +15,7 @@ def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], Ba
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "baseline", fallback=w)
         name = f.str("signal", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
-        if name in seen:
-            errors.add(f.at("signal"), "duplicate-id", f"baseline signal {name!r} already defined on line {seen[name].line}")
-        seen[name] = f.at("signal")
+        unique(f, "signal", name, seen, f"baseline signal {name!r}")
         metric = f.str("metric", required=True) or "?"
         if metric != "?" and metric not in known_metrics:
             errors.add(f.at("metric"), "unknown-metric", f"baseline {name}: unknown metric {metric!r}{did_you_mean(metric, known_metrics)}")

@@ -10,6 +10,14 @@ LEVELS = ("gpu", "node", "job", "fleet", "model", "rank")  # rank: one series pe
 METRIC_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")  # dcgm-exporter's series names
 
 
+def unique(f: Fields, key: str, value, seen: dict, label: str) -> None:
+    """An id defined twice is an error at its second place, naming the line of the first."""
+    if value in seen:
+        f.errors.add(f.at(key), "duplicate-id", f"{label} already defined on line {seen[value].line}")
+    else:
+        seen[value] = f.at(key)
+
+
 def top_list(doc, key, errors, what):
     top = Fields(doc, errors, what)
     items, wheres = top.list(key, required=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..fields import Fields, did_you_mean
 from ..jobmetrics import INPUTS
 from ..model import ACTIONS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Runbook, Threshold
-from .common import top_list
+from .common import top_list, unique
 
 
 def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
@@ -13,9 +13,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "failure mode", fallback=w)
         fm_id = f.str("id", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
-        if fm_id in seen:
-            errors.add(f.at("id"), "duplicate-id", f"failure mode {fm_id!r} already defined on line {seen[fm_id].line}")
-        seen[fm_id] = f.at("id")
+        unique(f, "id", fm_id, seen, f"failure mode {fm_id!r}")
         metric_items, metric_wheres = f.list("metrics", required=True)
         metrics = []
         for mi, mw in zip(metric_items, metric_wheres):

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from ..fields import Fields, did_you_mean
 from ..model import HEALTH_CLASSES, HealthCode, HealthTable
+from .common import unique
 
 
 def read_health(doc, errors) -> HealthTable:
@@ -25,9 +26,7 @@ def read_health(doc, errors) -> HealthTable:
         code = f.str("code", required=True, pattern=r"DCGM_FR_[A-Z0-9_]+") or "?"
         aliases = tuple(f.str_list("aliases"))
         for name in (code, *aliases):
-            if name in seen:
-                errors.add(f.at("code"), "duplicate-id", f"DCGM health code {name} already defined on line {seen[name].line}")
-            seen[name] = f.at("code")
+            unique(f, "code", name, seen, f"DCGM health code {name}")
         codes.append(HealthCode(
             code=code, number=int(f.num("number", required=True, integer=True, minimum=0) or 0), aliases=aliases,
             dcgm_severity=f.str("dcgm_severity", required=True) or "", category=f.str("category", required=True) or "",

@@ -6,7 +6,7 @@ import re
 from ..builders import templates
 from ..fields import Fields, did_you_mean
 from ..model import XID_CLASSES, Alias, GpuModel, Metric, Signal, Xid
-from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list
+from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
 
 
 def read_metrics(doc, errors):
@@ -35,10 +35,7 @@ def read_metrics(doc, errors):
         f.str("grafana_unit")
         f.done()
         for n in m.names:
-            if n in seen:
-                errors.add(f.at("name"), "duplicate-id", f"metric name {n!r} already defined on line {seen[n].line}")
-            else:
-                seen[n] = f.at("name")
+            unique(f, "name", n, seen, f"metric name {n!r}")
         out.append(m)
     return out
 
@@ -80,9 +77,7 @@ def read_signals(doc, errors, known_metrics):
         if record != "?" and not RECORD_NAME.match(record):
             errors.add(f.at("record"), "bad-name",
                        f"recording rule name {record!r} must follow level:metric:operations with level one of {', '.join(LEVELS)}")
-        if record in seen:
-            errors.add(f.at("record"), "duplicate-id", f"signal {record!r} already defined on line {seen[record].line}")
-        seen[record] = f.at("record")
+        unique(f, "record", record, seen, f"signal {record!r}")
         expr = f.str("expr", required=True) or ""
         used = tuple(sorted(n for n in templates.names_used(expr) if n.startswith(METRIC_PREFIXES)))
         for name in used:
@@ -101,9 +96,7 @@ def read_xids(doc, errors):
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "xid", fallback=w)
         code = f.num("code", required=True, integer=True, minimum=1)
-        if code in seen:
-            errors.add(f.at("code"), "duplicate-id", f"XID {code} already defined on line {seen[code].line}")
-        seen[code] = f.at("code")
+        unique(f, "code", code, seen, f"XID {code}")
         out.append(Xid(code=code or 0, name=f.str("name", required=True) or "", mnemonic=f.str("mnemonic"),
                        nvidia_action=f.str("nvidia_action"),
                        dcgm_health=f.str("dcgm_health", default="none", choices=("fail", "warn", "none")) or "none",

@@ -48,12 +48,18 @@ def _backfill_plan(catalog, config, days, end):
     from .. import backfill as bf
     plan = plan_or_fail(catalog, config, None)
     span = bf.Span.of(days or plan.settings.baselines.window // bf.DAY, _time(end))
+    files = _or_fail(lambda: bf.backfill_files(plan.rules, plan.settings.evaluation_interval))
+    return bf, span, files
+
+
+def _or_fail(step):
+    """step(), or its error on stderr and exit 1."""
+    from ..backfill import BackfillError
     try:
-        files = bf.backfill_files(plan.rules, plan.settings.evaluation_interval)
-    except bf.BackfillError as exc:
+        return step()
+    except (BackfillError, ToolMissing) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    return bf, span, files
 
 
 @backfill_group.command(name="prometheus")
@@ -63,11 +69,7 @@ def backfill_prometheus(url, days, end, catalog, config, output_dir):
     """TSDB blocks via `promtool tsdb create-blocks-from rules`; move them into the data directory."""
     from ..tools import find_tool
     bf, span, files = _backfill_plan(catalog, config, days, end)
-    try:
-        bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool"))
-    except (bf.BackfillError, ToolMissing) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    _or_fail(lambda: bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool")))
     click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
                f"Move the block directories into Prometheus' data directory (--storage.tsdb.path); it loads them "
                f"within a minute (retention must cover {(span.end - span.start) // bf.DAY} days).")
@@ -80,9 +82,5 @@ def backfill_victoriametrics(url, days, end, catalog, config, write_url):
     """vmalert replay: reads raw samples from --url, writes the history back with remote write."""
     from ..tools import find_tool
     bf, span, files = _backfill_plan(catalog, config, days, end)
-    try:
-        bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url)
-    except (bf.BackfillError, ToolMissing) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+    _or_fail(lambda: bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url))
     click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")
