@@ -1,6 +1,7 @@
 """The baseline rules' arithmetic in promtool: the stddev floor (a flat history cannot make a 1 C
 change infinite), the cold-start rule, and weekly seasonality. Small hand-built inputs whose
-expected values are exact; the long realistic scenarios are in fixtures/scenarios/baseline-*.yaml."""
+expected values are exact; the long realistic scenarios are in fixtures/scenarios/baseline-*.yaml.
+The z checked is the alert's own (builders/baselines.py history_z, which the dashboards also draw)."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +12,7 @@ import yaml
 from rulesgen import artifacts, conventions
 from rulesgen.builders import baselines
 from rulesgen.catalog import bundled_catalog_dir
-from rulesgen.settings import Settings
+from rulesgen.settings import BaselineSettings, Settings
 
 LABELS = 'job="dcgm-exporter", Hostname="node-a", gpu="0", UUID="GPU-0", modelName="NVIDIA H100 80GB HBM3"'
 
@@ -67,10 +68,10 @@ def test_flat_history_is_floored_and_a_young_gpu_is_cold(tmp_path, promtool):
     # Hourly samples: 0h..168h at 60 C, then 61 C. Daily points at midnights 0d..7d hold 1 + 7 x 24 points.
     series = steady("60x168 61x2", 170)
     cold = [{"expr": expr, "eval_time": "2d1h", "exp_samples": []} for expr in (
-        baselines.history_z(gpu_temp), f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}}',
+        baselines.history_z([gpu_temp], Settings()), f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}}',
         baselines.history_warm('signal="gpu_temp"', Settings(), _catalog().baseline_statistics))]
     warm = [
-        one(baselines.history_z(gpu_temp), "7d1h", 0.5),
+        one(baselines.history_z([gpu_temp], Settings()), "7d1h", 0.5),
         one(f'{conventions.BASELINE_HISTORY_MEAN}{{signal="gpu_temp"}} * 1', "7d1h", 60),  # "* 1" drops __name__
         one(f'{conventions.BASELINE_HISTORY_STDDEV}{{signal="gpu_temp"}} * 1', "7d1h", 0),
     ]
@@ -94,9 +95,9 @@ def test_weekly_seasonality_compares_with_the_same_hour_a_week_earlier(tmp_path,
     # Daily sums written at midnights 0d..7d hold the hourly points 0h..168h: two of them at 80 C.
     mean_7d = (2 * 80 + 167 * 60) / 169
     promtool_test(promtool, plain, render_rules(plain), "1h", series,
-                  [one(baselines.history_delta(gpu_temp), at, 80 - mean_7d)])
+                  [one(baselines.history_deviation([gpu_temp], Settings())[0], at, 80 - mean_7d)])
     promtool_test(promtool, weekly, render_rules(weekly, "baselines: {seasonality: weekly}\n"), "1h", series,
-                  [one(baselines.history_delta(gpu_temp), at, 0)])
+                  [one(baselines.history_deviation([gpu_temp], Settings(baselines=BaselineSettings(seasonality="weekly")))[0], at, 0)])
 
 
 def _catalog():

@@ -143,34 +143,59 @@ def _at_least(expr: str, floor: str) -> str:
     return f"({expr} >= on (signal) group_left () {floor}\n  or {expr} * 0 + on (signal) group_left () {floor})"
 
 
-def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, settings: Settings, t) -> str:
+def history_deviation(signals: list[BaselineSignal], settings: Settings) -> tuple[str, str]:
+    """(delta, spread) against the GPU's own history: the value now minus the history mean, positive in
+    the harmful direction, and the history stddev raised to each signal's floor."""
     m = _matching(signals)
     value, mean = value_record(signals[0]), conventions.BASELINE_HISTORY_MEAN
     delta = f"(({recent(value, settings, m)} - {recent(mean, settings, m)}) * on (signal) group_left () {_direction(signals)})"
     floor = _param({b.signal: b.floor.value for b in signals})
-    spread = f"{_at_least(recent(conventions.BASELINE_HISTORY_STDDEV, settings, m), floor)}"
+    return delta, f"{_at_least(recent(conventions.BASELINE_HISTORY_STDDEV, settings, m), floor)}"
+
+
+def history_z(signals: list[BaselineSignal], settings: Settings) -> str:
+    """The z the alert compares with `z`, one series per GPU and signal (the dashboards draw it)."""
+    delta, spread = history_deviation(signals, settings)
+    return _z(delta, spread)
+
+
+def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, settings: Settings, t) -> str:
+    delta, spread = history_deviation(signals, settings)
     usual = None
     if guard:
         g = _of(guard.signal)
-        usual = f"{recent(value_record(guard), settings, g)} / {recent(mean, settings, g)}"
+        usual = f"{recent(value_record(guard), settings, g)} / {recent(conventions.BASELINE_HISTORY_MEAN, settings, g)}"
     return _deviation_term(signals, delta, spread, t["z"], usual, settings, t)
+
+
+def _peer_deviation(signals: list[BaselineSignal], level: str, settings: Settings, stats: BaselineStatistics) -> tuple[str, str]:
+    """(delta, spread) against the busy same-model peers of the node or fleet: the value now minus their
+    median, positive in the harmful direction, and mad_to_sigma x their MAD raised to each signal's floor."""
+    on = promql.by((*_peer_labels(level, settings), "signal"))
+    m = _matching(signals)
+    median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
+    delta = (f"(({recent(conventions.BASELINE_VALUE, settings, m)} - on ({on}) group_left () {recent(median, settings, m)})"
+             f" * on (signal) group_left () {_direction(signals)})")
+    spread = _at_least(f"{_sigma(stats)} * {recent(mad, settings, m)}", _param({b.signal: b.floor.value for b in signals}))
+    return delta, f"on ({on}) group_left () {spread}"
+
+
+def peer_z(signals: list[BaselineSignal], level: str, settings: Settings, stats: BaselineStatistics) -> str:
+    """The robust z the alert compares with `peer_z`, one series per GPU and signal (the dashboards draw it)."""
+    delta, spread = _peer_deviation(signals, level, settings, stats)
+    return _z(delta, spread)
 
 
 def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, level: str, settings: Settings, t,
                stats: BaselineStatistics) -> str:
-    labels = _peer_labels(level, settings)
-    on = promql.by((*labels, "signal"))
-    m = _matching(signals)
-    median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
-    value = conventions.BASELINE_VALUE
-    delta = (f"(({recent(value, settings, m)} - on ({on}) group_left () {recent(median, settings, m)})"
-             f" * on (signal) group_left () {_direction(signals)})")
-    spread = _at_least(f"{_sigma(stats)} * {recent(mad, settings, m)}", _param({b.signal: b.floor.value for b in signals}))
+    delta, spread = _peer_deviation(signals, level, settings, stats)
     usual = None
     if guard:
         g = _of(guard.signal)
-        usual = f"{recent(value, settings, g)} / on ({promql.by(labels)}) group_left () {recent(median, settings, g)}"
-    return _deviation_term(signals, delta, f"on ({on}) group_left () {spread}", t["peer_z"], usual, settings, t)
+        labels = promql.by(_peer_labels(level, settings))
+        usual = (f"{recent(conventions.BASELINE_VALUE, settings, g)} / on ({labels}) group_left () "
+                 f"{recent(conventions.baseline_peers(level, 'median'), settings, g)}")
+    return _deviation_term(signals, delta, spread, t["peer_z"], usual, settings, t)
 
 
 def _direction(signals: list[BaselineSignal]) -> str:
@@ -181,7 +206,7 @@ def _deviation_term(signals, delta: str, spread: str, z: float, usual: str | Non
     """delta / spread above z, delta above each signal's minimum, and (with a "same load" guard) the
     guard signal's ratio `usual` within same_load_ratio of 1."""
     lines = [
-        f"{delta}\n  / {spread}\n  > {z}",
+        f"{_z(delta, spread)}\n  > {z}",
         f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
     ]
     if usual:
@@ -189,8 +214,8 @@ def _deviation_term(signals, delta: str, spread: str, z: float, usual: str | Non
     return "\n".join(lines)
 
 
-def _sel(record: str, signal: str) -> str:
-    return f'{record}{{signal="{signal}"}}'
+def _z(delta: str, spread: str) -> str:
+    return f"{delta}\n  / {spread}"
 
 
 def _window_sum(record: str, matchers: str, settings: Settings) -> str:
@@ -257,18 +282,6 @@ def value_record(b: BaselineSignal) -> str:
     return conventions.BASELINE_VALUE_VS_NODE if b.reads_peers else conventions.BASELINE_VALUE
 
 
-def history_delta(b: BaselineSignal) -> str:
-    """How far the last 30 minutes are from the GPU's history mean, positive in the harmful direction."""
-    now = _sel(value_record(b), b.signal)
-    mean = history_read(conventions.BASELINE_HISTORY_MEAN, _of(b.signal))
-    return f"({now} - {mean})" if b.direction == "up" else f"({mean} - {now})"
-
-
-def history_z(b: BaselineSignal) -> str:
-    spread = f"clamp_min({history_read(conventions.BASELINE_HISTORY_STDDEV, _of(b.signal))}, {promql.format_number(b.floor.value)})"
-    return f"{history_delta(b)}\n  / {spread}"
-
-
 def history_read(record: str, matchers: str = "") -> str:
     """A history record (written hourly) for an instant or range query: its newest point."""
     return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * HISTORY_INTERVAL)}])"
@@ -276,23 +289,6 @@ def history_read(record: str, matchers: str = "") -> str:
 
 def _peer_labels(level: str, settings: Settings) -> tuple[str, ...]:
     return (*settings.node_labels, "modelName") if level == "node" else (settings.cluster_label, "modelName")
-
-
-def peer_delta(b: BaselineSignal, level: str, settings: Settings) -> str:
-    """How far the GPU is from its busy same-model peers' median, positive in the harmful direction."""
-    on = promql.by((*_peer_labels(level, settings), "signal"))
-    now = _sel(conventions.BASELINE_VALUE, b.signal)
-    median = conventions.baseline_peers(level, "median")
-    if b.direction == "up":
-        return f"({now} - on ({on}) group_left () {median})"
-    return f"({median} - on ({on}) group_right () {now})"
-
-
-def peer_z(b: BaselineSignal, level: str, settings: Settings, stats: BaselineStatistics) -> str:
-    on = promql.by((*_peer_labels(level, settings), "signal"))
-    mad = conventions.baseline_peers(level, "mad")
-    return (f"{peer_delta(b, level, settings)}\n  / on ({on}) group_left () "
-            f"clamp_min({_sigma(stats)} * {mad}, {promql.format_number(b.floor.value)})")
 
 
 def _sigma(stats: BaselineStatistics) -> str:

@@ -61,10 +61,12 @@ def baseline_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     peer = ctx.threshold("baseline_deviation", "peer_z", 4.0)
     alerting = [b for b in ctx.catalog.baselines if b.alert]
     legend = ctx.legend("gpu") + " {{signal}}"
-    history = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.history_z(b)), "gpu")), legend,
-                      chr(ord("A") + i)) for i, b in enumerate(alerting)]
-    peers = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.peer_z(b, "node", ctx.settings, ctx.catalog.baseline_statistics)), "gpu")), legend,
-                    chr(ord("A") + i)) for i, b in enumerate(alerting)]
+    # The alert's own z expressions (builders/baselines.py), one target per signal.
+    history = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.history_z([b], ctx.settings)), "gpu")),
+                      legend, chr(ord("A") + i)) for i, b in enumerate(alerting)]
+    stats = ctx.catalog.baseline_statistics
+    peers = [target(ctx.selected_gpus(ctx.filtered(one_line(baseline_rules.peer_z([b], "node", ctx.settings, stats)), "gpu")),
+                    legend, chr(ord("A") + i)) for i, b in enumerate(alerting)]
     names = ", ".join(b.signal for b in alerting)
     return [
         time_series("Baseline deviation: z against the GPU's own history", describe(
