@@ -14,6 +14,10 @@ BASELINE_DIRECTIONS = ("up", "down")
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
 # DCGM health error codes (catalog/dcgm_health.yaml): drain where DCGM and NVSentinel both take the GPU out.
 HEALTH_CLASSES = ("drain", "investigate")
+# The failure mode the baseline alerts belong to (catalog/baselines.yaml's signals alert under it), and the
+# thresholds they read; the catalog loader checks that failure_modes.yaml has them.
+BASELINE_MODE = "baseline_deviation"
+BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peers_min", "fleet_peers_min")
 
 
 @dataclass(frozen=True)

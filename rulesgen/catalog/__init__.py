@@ -8,7 +8,7 @@ from ..errors import Collector, RulesgenError
 from ..model import Catalog, Routing
 from ..yamlsource import load_file
 from .baselines import read_baselines
-from .failure_modes import check_covers, read_failure_modes
+from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
 from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
 from .routing import read_routing
@@ -52,6 +52,7 @@ def load_catalog(directory: Path) -> Catalog:
     if health is not None:
         modes = with_health_covers(modes, health, errors)
     check_covers(modes, baselines, health, errors)
+    check_baseline_mode(docs["failure_modes.yaml"], modes, baselines, errors)
     routing = read_routing(docs["alertmanager.yaml"], errors, [m.id for m in modes]) if "alertmanager.yaml" in docs else Routing()
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
