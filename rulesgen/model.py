@@ -240,6 +240,19 @@ class Routing:
 
 
 @dataclass(frozen=True)
+class HandMadePanel:
+    """catalog/dashboards.yaml: a dashboard panel (or failure-mode row) drawn by a builder of its own, and the
+    catalog names it reads. panel: the builder's id (builders/dashboards/registry.py); failure_mode: the mode
+    it explains and links to (for a row, the mode whose row it is); thresholds: (role, threshold of that mode)
+    for each value it draws; alerts_of: other failure modes whose firing alerts it shows."""
+    panel: str
+    failure_mode: str
+    thresholds: tuple[tuple[str, str], ...] = ()
+    alerts_of: tuple[str, ...] = ()
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class Catalog:
     metrics: tuple[Metric, ...]
     signals: tuple[Signal, ...]
@@ -250,6 +263,7 @@ class Catalog:
     baselines: tuple[BaselineSignal, ...] = ()
     health: HealthTable | None = None
     routing: Routing = Routing()
+    hand_made_panels: tuple[HandMadePanel, ...] = ()  # catalog/dashboards.yaml; a panel not declared is not drawn
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -262,6 +276,10 @@ class Catalog:
             if fm.id == fm_id:
                 return fm
         raise KeyError(fm_id)
+
+    def hand_made(self, panel: str) -> HandMadePanel | None:
+        """The declaration of a hand-made panel, or None when the catalog does not draw it."""
+        return next((p for p in self.hand_made_panels if p.panel == panel), None)
 
     @property
     def limit_keys(self) -> tuple[str, ...]:

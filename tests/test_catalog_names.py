@@ -1,10 +1,14 @@
-"""Every catalog name the Python code reads is checked when the catalog loads (issue 15, item 3): the
-baseline alerts' failure mode and its thresholds are checked against baselines.yaml."""
+"""Every catalog name the Python code or a hand-made panel reads is checked when the catalog loads (issue 15,
+item 3): catalog/dashboards.yaml declares the hand-made dashboard panels and the failure modes and thresholds
+they read, and the baseline alerts' failure mode is checked against baselines.yaml. A renamed failure mode
+or threshold is a load error at the line that names it, never a panel drawn empty or with a stale value."""
+import shutil
 from pathlib import Path
 
 import pytest
 
-from rulesgen.catalog import load_catalog
+from rulesgen.builders.dashboards.registry import PANELS
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
 
 
@@ -18,6 +22,63 @@ def edit(path: Path, old: str, new: str, count: int = 1):
     text = path.read_text()
     assert text.count(old) >= count, old
     path.write_text(text.replace(old, new, count))
+
+
+def line_of(path: Path, text: str, nth: int = 0) -> int:
+    """1-based line of the nth line of path that starts with text (after indentation)."""
+    return [i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip().startswith(text)][nth]
+
+
+@pytest.fixture
+def bundled_copy(tmp_path) -> Path:
+    d = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), d)
+    return d
+
+
+def test_renamed_failure_mode_is_a_load_error_at_each_dashboards_line(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(bundled_copy / "failure_modes.yaml", "  - id: gpu_idle_allocated\n", "  - id: idle_gpu_allocated\n")
+    expected = [
+        f"{dash}:{line_of(dash, 'failure_mode: gpu_idle_allocated', n)}:5: error[unknown-failure-mode]: dashboards.yaml: "
+        f"panel {panel} reads failure mode 'gpu_idle_allocated': not in failure_modes.yaml (did you mean 'idle_gpu_allocated'?)"
+        for n, panel in enumerate(("fleet.gpu_hours", "fleet.cost", "jobs.pods_gpus"))]
+    assert errors_of(bundled_copy) == expected
+    assert len({e.split(":")[1] for e in expected}) == 3  # three lines, one per panel
+
+
+def test_renamed_threshold_is_a_load_error_at_the_dashboards_line(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(bundled_copy / "failure_modes.yaml", "      - name: clock_ratio\n", "      - name: sm_clock_ratio\n")
+    line = line_of(dash, "thresholds: {straggler_below: clock_ratio}")
+    assert errors_of(bundled_copy) == [
+        f"{dash}:{line}:18: error[unknown-threshold]: dashboards.yaml: panel jobs.rank_clock_spread reads threshold "
+        "'clock_ratio' of failure mode straggler: no such threshold (did you mean 'sm_clock_ratio'?) "
+        "(known: sm_clock_ratio)",
+    ]
+
+
+def test_unknown_panel_and_roles_the_builder_does_not_draw(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(dash, "  - panel: fleet.cost\n", "  - panel: fleet.costs\n")
+    edit(dash, "thresholds: {straggler_below: clock_ratio}", "thresholds: {straggler: clock_ratio}")
+    edit(dash, "  - panel: jobs.pods_gpus\n", "  - panel: jobs.pods_gpus\n    alerts_of: [xid_error]\n")
+    cost, spread = line_of(dash, "- panel: fleet.costs"), line_of(dash, "thresholds: {straggler: clock_ratio}")
+    pods = line_of(dash, "alerts_of: [xid_error]")
+    assert errors_of(bundled_copy) == [
+        f"{dash}:{cost}:5: error[unknown-panel]: dashboards.yaml: rulesgen has no hand-made panel 'fleet.costs' "
+        f"(did you mean 'fleet.cost'?) (known: {', '.join(PANELS)})",
+        f"{dash}:{pods}:5: error[unknown-key]: dashboards.yaml panel jobs.pods_gpus: unknown key 'alerts_of'",
+        f"{dash}:{spread}:17: error[missing-key]: panel jobs.rank_clock_spread thresholds: missing required key "
+        "'straggler_below'",
+        f"{dash}:{spread}:18: error[unknown-key]: panel jobs.rank_clock_spread thresholds: unknown key 'straggler'"
+        " (did you mean 'straggler_below'?)",
+    ]
+
+
+def test_bundled_catalog_declares_every_hand_made_panel():
+    catalog = load_catalog(bundled_catalog_dir())
+    assert sorted(p.panel for p in catalog.hand_made_panels) == sorted(PANELS)
 
 
 BASELINES = """\
