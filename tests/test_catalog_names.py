@@ -2,14 +2,27 @@
 item 3): catalog/dashboards.yaml declares the hand-made dashboard panels and the failure modes and thresholds
 they read, and the baseline alerts' failure mode is checked against baselines.yaml. A renamed failure mode
 or threshold is a load error at the line that names it, never a panel drawn empty or with a stale value."""
+import ast
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from rulesgen.builders.dashboards.registry import PANELS
+from conftest import ROOT
+from rulesgen.artifacts import load_inputs, plan
+from rulesgen.builders.dashboards import build_dashboards
+from rulesgen.builders.dashboards.context import Context
+from rulesgen.builders.dashboards.registry import PANELS, ROW
+from rulesgen.builders.dashboards.rows import HAND_MADE_ROWS
+from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
+
+DASHBOARDS_PACKAGE = ROOT / "rulesgen/builders/dashboards"
+# The modules that draw the hand-made panels (prose.py and reading.py only word and read the alerts).
+HAND_MADE_MODULES = ("baselines.py", "context.py", "fleet.py", "job_signals.py", "jobs.py", "panels.py", "registry.py",
+                     "rows.py", "__init__.py")
 
 
 def errors_of(directory: Path) -> list[str]:
@@ -76,9 +89,41 @@ def test_unknown_panel_and_roles_the_builder_does_not_draw(bundled_copy):
     ]
 
 
-def test_bundled_catalog_declares_every_hand_made_panel():
-    catalog = load_catalog(bundled_catalog_dir())
+def test_minimal_catalog_renders_and_draws_only_the_declared_hand_made_panels(minimal_catalog):
+    def fleet_titles() -> list[str]:
+        artifacts = plan(minimal_catalog, None, None).artifacts
+        fleet = json.loads(next(a.text for a in artifacts if a.path == "dashboards/gpu-fleet-overview.json"))
+        return [p["title"] for p in fleet["panels"]]
+
+    assert fleet_titles() == ["Fleet", "GPUs by model", "Firing alerts by failure mode"]
+    (minimal_catalog / "dashboards.yaml").write_text("panels:\n  - panel: fleet.health_state\n    failure_mode: hot_gpu\n")
+    assert fleet_titles() == ["Fleet", "GPUs by model", "GPUs by health state", "Firing alerts by failure mode"]
+
+
+def test_bundled_catalog_declares_every_hand_made_panel_and_each_is_drawn(monkeypatch):
+    catalog, settings = load_inputs(bundled_catalog_dir(), ROOT / "rulesgen.yaml")
     assert sorted(p.panel for p in catalog.hand_made_panels) == sorted(PANELS)
+    assert sorted(HAND_MADE_ROWS) == sorted(p for p, spec in PANELS.items() if spec.kind == ROW)
+    asked = []
+    original = Context.hand_made
+    monkeypatch.setattr(Context, "hand_made", lambda self, panel: asked.append(panel) or original(self, panel))
+    build_dashboards(catalog, settings, build_rules(catalog, settings))
+    assert sorted(set(asked)) == sorted(PANELS), "a registered panel no builder asks for"
+
+
+def catalog_literals(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, string) of each string constant of source that is one of names."""
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+
+
+def test_hand_made_panels_name_no_failure_mode_or_threshold_in_python():
+    catalog = load_catalog(bundled_catalog_dir())
+    names = {m.id for m in catalog.failure_modes} | {t.name for m in catalog.failure_modes for t in m.thresholds}
+    assert catalog_literals('reads = ctx.mode("straggler")\nratio = t["clock_ratio"]\n', names) == [
+        (1, "straggler"), (2, "clock_ratio")]  # the check finds a planted name
+    found = {name: catalog_literals((DASHBOARDS_PACKAGE / name).read_text(), names) for name in HAND_MADE_MODULES}
+    assert {name: hits for name, hits in found.items() if hits} == {}
 
 
 BASELINES = """\
