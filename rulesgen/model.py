@@ -14,6 +14,10 @@ BASELINE_DIRECTIONS = ("up", "down")
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
 # DCGM health error codes (catalog/dcgm_health.yaml): drain where DCGM and NVSentinel both take the GPU out.
 HEALTH_CLASSES = ("drain", "investigate")
+# The failure mode the baseline alerts belong to (catalog/baselines.yaml's signals alert under it), and the
+# thresholds they read; the catalog loader checks that failure_modes.yaml has them.
+BASELINE_MODE = "baseline_deviation"
+BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peers_min", "fleet_peers_min")
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,19 @@ class Routing:
 
 
 @dataclass(frozen=True)
+class HandMadePanel:
+    """catalog/dashboards.yaml: a dashboard panel (or failure-mode row) drawn by a builder of its own, and the
+    catalog names it reads. panel: the builder's id (rulesgen/panel_specs.py); failure_mode: the mode
+    it explains and links to (for a row, the mode whose row it is); thresholds: (role, threshold of that mode)
+    for each value it draws; alerts_of: other failure modes whose firing alerts it shows."""
+    panel: str
+    failure_mode: str
+    thresholds: tuple[tuple[str, str], ...] = ()
+    alerts_of: tuple[str, ...] = ()
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class Catalog:
     metrics: tuple[Metric, ...]
     signals: tuple[Signal, ...]
@@ -256,6 +273,7 @@ class Catalog:
     baseline_statistics: BaselineStatistics | None = None  # with baselines.yaml
     health: HealthTable | None = None
     routing: Routing = Routing()
+    hand_made_panels: tuple[HandMadePanel, ...] = ()  # catalog/dashboards.yaml; a panel not declared is not drawn
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -268,6 +286,10 @@ class Catalog:
             if fm.id == fm_id:
                 return fm
         raise KeyError(fm_id)
+
+    def hand_made(self, panel: str) -> HandMadePanel | None:
+        """The declaration of a hand-made panel, or None when the catalog does not draw it."""
+        return next((p for p in self.hand_made_panels if p.panel == panel), None)
 
     @property
     def limit_keys(self) -> tuple[str, ...]:

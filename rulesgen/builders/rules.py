@@ -5,7 +5,7 @@ from .. import conventions, covers, jobmetrics, promql, promql_tree, rule_graph
 from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
-from ..model import Catalog, FailureMode
+from ..model import BASELINE_MODE, BASELINE_THRESHOLDS, Catalog, FailureMode
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..settings import Settings
 from . import baselines, templates
@@ -102,10 +102,6 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval), *extra),
                                   description=description))
     return RuleSet(files=tuple(files), inactive=tuple(inactive))
-
-
-BASELINE_MODE = "baseline_deviation"
-BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peers_min", "fleet_peers_min")
 
 
 def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> list[Rule]:

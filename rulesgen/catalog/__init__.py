@@ -8,7 +8,8 @@ from ..errors import Collector, RulesgenError
 from ..model import Catalog, Routing
 from ..yamlsource import load_file
 from .baselines import read_baselines
-from .failure_modes import check_covers, read_failure_modes
+from .dashboards import read_dashboards
+from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
 from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
 from .routing import read_routing
@@ -16,7 +17,8 @@ from .routing import read_routing
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
 OPTIONAL_FILES = ("baselines.yaml",  # a catalog without it renders no baseline rules
                   "dcgm_health.yaml",  # without it DCGM's health verdict has no code classes and covers nothing
-                  "alertmanager.yaml")  # without it: Alertmanager's default timings, no silences
+                  "alertmanager.yaml",  # without it: Alertmanager's default timings, no silences
+                  "dashboards.yaml")  # without it no hand-made dashboard panel is drawn, only the failure-mode rows
 
 
 def bundled_catalog_dir() -> Path:
@@ -53,9 +55,10 @@ def load_catalog(directory: Path) -> Catalog:
     if health is not None:
         modes = with_health_covers(modes, health, errors)
     check_covers(modes, baselines, health, errors)
+    check_baseline_mode(docs["failure_modes.yaml"], modes, baselines, errors)
     routing = read_routing(docs["alertmanager.yaml"], errors, [m.id for m in modes]) if "alertmanager.yaml" in docs else Routing()
+    panels = read_dashboards(docs["dashboards.yaml"], errors, modes) if "dashboards.yaml" in docs else []
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
-                   baseline_statistics=statistics, health=health,
-                   routing=routing)
+                   baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels))

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from ..fields import Fields, did_you_mean
 from ..jobmetrics import INPUTS
-from ..model import ACTIONS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Runbook, Threshold
+from ..model import (ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode,
+                     Runbook, Threshold)
+from ..yamlsource import where_of
 from .common import top_list, unique
 
 
@@ -98,3 +100,20 @@ def check_covers(modes, baselines, health, errors) -> None:
             elif signal and signal not in signals:
                 errors.add(m.where, "unknown-signal",
                            f"failure mode {m.id} covers signal {signal!r}: not in baselines.yaml{did_you_mean(signal, signals)}")
+
+
+def check_baseline_mode(doc, modes, baselines, errors) -> None:
+    """The baseline alerts (one term per alerting signal of baselines.yaml) belong to the failure mode
+    BASELINE_MODE and read its thresholds BASELINE_THRESHOLDS: failure_modes.yaml must have both."""
+    fm = next((m for m in modes if m.id == BASELINE_MODE), None)
+    if fm is None:
+        if baselines:
+            errors.add(where_of(doc, "failure_modes"), "unknown-failure-mode",
+                       f"failure_modes.yaml: baselines.yaml has {len(baselines)} signal(s), whose alerts belong to the "
+                       f"failure mode {BASELINE_MODE!r}: not in failure_modes.yaml{did_you_mean(BASELINE_MODE, [m.id for m in modes])}")
+        return
+    missing = [n for n in BASELINE_THRESHOLDS if n not in {t.name for t in fm.thresholds}]
+    if missing:
+        errors.add(fm.where, "unknown-threshold",
+                   f"failure mode {fm.id}: the baseline alerts read its thresholds {', '.join(BASELINE_THRESHOLDS)} "
+                   f"(missing: {', '.join(missing)})")

@@ -11,6 +11,9 @@ variables; counters are never read raw.
 Modules: context (variables, filters), comparisons and reading (what the alerts compare), prose
 (titles, descriptions), panels (constructors, a failure mode's panels), layout and rows (the grid),
 fleet, baselines and jobs (each dashboard's own panels, ids 1 .. 99 above the failure-mode rows).
+Those hand-made panels, and the hand-made rows (rows.HAND_MADE_ROWS), read catalog names only through
+their declaration in catalog/dashboards.yaml (rulesgen/panel_specs.py: the builders' ids and roles); an undeclared one
+is not drawn.
 """
 from __future__ import annotations
 

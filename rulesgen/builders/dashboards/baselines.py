@@ -5,20 +5,19 @@ from __future__ import annotations
 from grafanalib.core import Panel
 
 from ... import conventions, promql
-from ...model import FailureMode
 from .. import baselines as baseline_rules
-from .context import Context
+from .context import Context, Reads
 from .panels import runbook_link, target, threshold_steps, time_series
 from .prose import describe, humanize, one_line
 
 
 def baseline_panels(ctx: Context) -> list[Panel]:
     """One panel per baseline signal: the GPU's last 30 minutes against its history band and its
-    node peers' median (catalog/baselines.yaml)."""
-    fm = ctx.mode("baseline_deviation")
-    if fm is None:
+    node peers' median (catalog/baselines.yaml); none when catalog/dashboards.yaml does not declare them."""
+    reads = ctx.hand_made("baselines.signals")
+    if reads is None:
         return []
-    z = ctx.threshold("baseline_deviation", "z", 3.0)
+    fm, z = reads.fm, reads.value("alert_edge")
     window = f"{ctx.settings.baselines.window // 86400}d"
     node = ctx.variables.matchers(("cluster", "host"))
     panels = []
@@ -54,11 +53,10 @@ def baseline_panels(ctx: Context) -> list[Panel]:
     return panels
 
 
-def baseline_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
+def baseline_mode_panels(ctx: Context, reads: Reads) -> list[Panel]:
     """The baseline_deviation row: z against the GPU's own history, then robust z against its node
     peers, one series per GPU and alerting signal (positive = the harmful direction)."""
-    z = ctx.threshold("baseline_deviation", "z", 3.0)
-    peer = ctx.threshold("baseline_deviation", "peer_z", 4.0)
+    fm, z, peer = reads.fm, reads.value("history_edge"), reads.value("peer_edge")
     alerting = [b for b in ctx.catalog.baselines if b.alert]
     legend = ctx.legend("gpu") + " {{signal}}"
     # The alert's own z expressions (builders/baselines.py), one target per signal.

@@ -10,6 +10,7 @@ from ... import promql, promql_print, promql_tree
 from ...model import Catalog, FailureMode
 from ...output import RuleSet
 from ...settings import Settings
+from ...panel_specs import PANELS
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Variables list their values from this exporter series: every GPU reports it, with all labels.
@@ -48,6 +49,24 @@ def level(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Reads:
+    """A hand-made panel's declaration, resolved: the failure mode it explains, the values of the thresholds
+    it draws by the builder's role (with the user's overrides), the failure modes whose alerts it shows."""
+    panel: str
+    fm: FailureMode
+    values: dict[str, float]
+    names: dict[str, str]  # role -> the threshold's name in the catalog
+    alerts_of: tuple[FailureMode, ...] = ()
+
+    def value(self, role: str) -> float:
+        """A threshold the panel draws, by its role in panel_specs.PANELS (which the catalog maps to a threshold)."""
+        if role not in self.values:
+            raise KeyError(f"hand-made panel {self.panel} draws no threshold of role {role!r} (panel_specs.py: "
+                           f"{', '.join(self.values) or 'none'})")
+        return self.values[role]
+
+
+@dataclass(frozen=True)
 class Context:
     catalog: Catalog
     settings: Settings
@@ -67,9 +86,18 @@ class Context:
         s = self.signal(record)
         return s.unit if s else default
 
-    def mode(self, fm_id: str) -> FailureMode | None:
-        """The failure mode, or None when the catalog has none of that id."""
-        return next((fm for fm in self.catalog.failure_modes if fm.id == fm_id), None)
+    def hand_made(self, panel: str) -> "Reads | None":
+        """What the hand-made panel `panel` reads (catalog/dashboards.yaml), or None when the catalog does not
+        declare it: then the panel is not drawn. The catalog loader checked every name."""
+        if panel not in PANELS:
+            raise KeyError(f"hand-made panel {panel!r} is not in rulesgen/panel_specs.py")
+        declared = self.catalog.hand_made(panel)
+        if declared is None:
+            return None
+        fm = self.catalog.failure_mode(declared.failure_mode)
+        values = self.threshold_values(fm)
+        return Reads(panel, fm, {role: values[name] for role, name in declared.thresholds}, dict(declared.thresholds),
+                     tuple(self.catalog.failure_mode(m) for m in declared.alerts_of))
 
     def threshold_values(self, fm: FailureMode) -> dict[str, float]:
         """The failure mode's thresholds, with the user's overrides from rulesgen.yaml."""
@@ -79,12 +107,6 @@ class Context:
     def severity(self, fm: FailureMode, severity: str) -> str:
         """An alert's severity after the user's remapping in rulesgen.yaml."""
         return dict(self.settings.for_mode(fm.id).severity).get(severity, severity)
-
-    def threshold(self, fm_id: str, name: str, default: float) -> float:
-        fm = self.mode(fm_id)
-        if fm is None or name not in {t.name for t in fm.thresholds}:
-            return default
-        return self.threshold_values(fm)[name]
 
     @property
     def gpu_id(self) -> str:

@@ -5,61 +5,66 @@ from __future__ import annotations
 from grafanalib.core import Panel, Table
 
 from ... import promql
-from .context import DATASOURCE, Context
+from .context import DATASOURCE, Context, Reads
 from .job_signals import header_panels
-from .panels import runbook_link, target, threshold_steps, time_series
+from .panels import drawn, runbook_link, target, threshold_steps, time_series
 from .prose import describe, one_line, record_title
 
 # Signals drawn per GPU of the selected pods, when the catalog has them.
 JOB_RECORDS = ("gpu:dcgm_sm_active:ratio", "gpu:dcgm_tensor_active:ratio", "gpu:dcgm_gpu_util:ratio",
                "gpu:dcgm_sm_clock:max", "gpu:dcgm_gpu_temp:max", "gpu:dcgm_power_usage:max", "gpu:dcgm_fb_used:ratio")
+VS_JOB = "gpu:dcgm_sm_clock_vs_job:ratio"  # the rank-spread-by-clock panel is drawn when the catalog has it
 
 
 def job_panels(ctx: Context) -> list[Panel]:
-    """The Job row, top to bottom."""
-    return [pods_gpus_table(ctx), *header_panels(ctx), *rank_spread_panels(ctx), *per_gpu_panels(ctx),
-            pods_alerts_panel(ctx)]
+    """The Job row, top to bottom; a hand-made panel the catalog does not declare (catalog/dashboards.yaml) is
+    left out."""
+    return [*drawn(ctx, "jobs.pods_gpus", pods_gpus_table), *header_panels(ctx), *rank_spread_panels(ctx),
+            *per_gpu_panels(ctx), pods_alerts_panel(ctx)]
 
 
 def pod_legend(ctx: Context) -> str:
     return f"{{{{{ctx.settings.pod_label}}}}} {{{{{ctx.settings.host_label}}}}}/{{{{gpu}}}}"
 
 
-def pods_gpus_table(ctx: Context) -> Table:
+def pods_gpus_table(ctx: Context, reads: Reads) -> Table:
     return Table(title="GPUs of the selected pods (GPU_UTIL now)", dataSource=DATASOURCE, unit="percentunit",
                  description=describe("One line per GPU held by the selected pods: node, GPU, UUID, model, pod, job, "
                                       "and its GPU_UTIL now.", "every GPU of a training job busy.",
                                       "an idle line is a rank that waits or a GPU the job does not use."),
                  targets=[target(ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_gpu_util:ratio")), "", instant=True, table=True)],
-                 links=runbook_link(ctx, ctx.mode("gpu_idle_allocated")), maxDataPoints=None)
+                 links=runbook_link(ctx, reads.fm), maxDataPoints=None)
 
 
 def rank_spread_panels(ctx: Context) -> list[Panel]:
     """How far the job's ranks are apart: a straggler holds back the whole job."""
+    clock = drawn(ctx, "jobs.rank_clock_spread", _rank_clock_spread) if ctx.signal(VS_JOB) else []
+    return [*clock, *drawn(ctx, "jobs.rank_sm_spread", _rank_sm_spread)]
+
+
+def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
+    ratio = reads.value("straggler_below")
+    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    return time_series(
+        "Spread across ranks: SM clock vs the job's median", describe(
+            one_line(ctx.signal(VS_JOB).description) + " Only while busy.",
+            f"every rank near 1; below {promql.format_number(ratio)} is a straggler the whole job waits for.",
+            "; ".join(reads.fm.runbook.act)),
+        "percentunit", [target(f"{VS_JOB}{{{pods}}}", pod_legend(ctx))],
+        runbook_link(ctx, reads.fm), threshold_steps("<", ratio, "warning"))
+
+
+def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
     s = ctx.settings
     job_by = promql.by((s.cluster_label, s.namespace_label, "workload"))
-    straggler = ctx.mode("straggler")
-    ratio = ctx.threshold("straggler", "clock_ratio", 0.8)
-    vs_job = ctx.signal("gpu:dcgm_sm_clock_vs_job:ratio")
-    panels: list[Panel] = []
-    if vs_job:
-        pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
-        panels.append(time_series(
-            "Spread across ranks: SM clock vs the job's median", describe(
-                one_line(vs_job.description) + " Only while busy.",
-                f"every rank near 1; below {promql.format_number(ratio)} is a straggler the whole job waits for.",
-                "; ".join(straggler.runbook.act) if straggler else "compare the slow rank's temperature and power."),
-            "percentunit", [target(f"gpu:dcgm_sm_clock_vs_job:ratio{{{pods}}}", pod_legend(ctx))],
-            runbook_link(ctx, straggler), threshold_steps("<", ratio, "warning")))
     sm = ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_sm_active:ratio"))
-    panels.append(time_series(
+    return time_series(
         "Spread across ranks: max - min SM active", describe(
             "The difference between the busiest and the idlest GPU of each job, by SM active.",
             "near 0: synchronous data-parallel ranks do the same work.",
             "a wide spread is a straggler or an unbalanced pipeline stage; see the per-GPU panels."),
         "percentunit", [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
-        runbook_link(ctx, straggler)))
-    return panels
+        runbook_link(ctx, reads.fm))
 
 
 def per_gpu_panels(ctx: Context) -> list[Panel]:

@@ -2,12 +2,14 @@
 mode's row built from what its alerts read (one per comparison, then one per further record)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attr
 from grafanalib.core import DataLink, Panel, Stat, Target, TimeSeries
 
 from ... import conventions, promql_tree
 from ...model import FailureMode
-from .context import DATASOURCE, Context, level
+from .context import DATASOURCE, Context, Reads, level
 from .prose import comparison_description, comparison_title, comparison_unit, describe, one_line, record_description, record_title
 from .reading import Comparison, alert_reading
 
@@ -28,6 +30,12 @@ def runbook_link(ctx: Context, fm: FailureMode | None) -> list[DataLink]:
         return [DataLink(title="Runbooks", linkUrl=ctx.settings.runbook_base_url, isNewTab=True)]
     return [DataLink(title=f"Runbook: {fm.title}", linkUrl=conventions.runbook_url(ctx.settings.runbook_base_url, fm.id),
                      isNewTab=True)]
+
+
+def drawn(ctx: Context, panel: str, build: Callable[[Context, Reads], Panel]) -> list[Panel]:
+    """[the hand-made panel] when the catalog declares it (catalog/dashboards.yaml), else nothing."""
+    reads = ctx.hand_made(panel)
+    return [] if reads is None else [build(ctx, reads)]
 
 
 def target(expr: str, legend: str, ref: str = "A", instant: bool = False, table: bool = False) -> Target:

@@ -9,12 +9,14 @@ from ... import conventions
 from ...model import FailureMode
 from .baselines import baseline_mode_panels
 from .context import DATASOURCE, SCOPE_KEYS, Context
-from .job_signals import mode_panels
+from .job_signals import ROWS, mode_panels
 from .layout import section
 from .panels import SEVERITY_COLOR, alert_panels
+from ...panel_specs import PANELS, ROW
 
-# Failure modes whose row is made by hand rather than read from their alerts.
-HAND_MADE_ROWS = {"baseline_deviation": baseline_mode_panels}
+# The rows made by hand rather than read from a failure mode's alerts, by builder id (panel_specs.PANELS);
+# catalog/dashboards.yaml says which failure mode's row each one draws.
+HAND_MADE_ROWS = {"rows.baseline_deviation": baseline_mode_panels, **ROWS}
 
 
 def active_modes(ctx: Context, group: str) -> list[tuple[int, FailureMode]]:
@@ -26,10 +28,15 @@ def active_modes(ctx: Context, group: str) -> list[tuple[int, FailureMode]]:
 
 
 def failure_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
-    """The row's panels, main panel first."""
+    """The row's panels, main panel first: the hand-made row catalog/dashboards.yaml gives the failure mode,
+    else the panels read from its alerts (for a mode reading the training jobs' own metrics, its alerts)."""
+    row = next((p.panel for p in ctx.catalog.hand_made_panels
+                if PANELS[p.panel].kind == ROW and p.failure_mode == fm.id), None)
+    if row is not None:
+        return HAND_MADE_ROWS[row](ctx, ctx.hand_made(row))
     if fm.job_metrics:  # the training jobs' own metrics: job_signals.py
         return mode_panels(ctx, fm)
-    return HAND_MADE_ROWS.get(fm.id, alert_panels)(ctx, fm)
+    return alert_panels(ctx, fm)
 
 
 def failure_mode_rows(ctx: Context, group: str, y: int) -> tuple[list[Panel], int]:

@@ -1,0 +1,53 @@
+"""The hand-made panels: the dashboard panels (and failure-mode rows) drawn by code of their own rather
+than read from a failure mode's alerts. Each reads catalog names -- the failure mode it explains and links
+to, thresholds of that mode it draws, other modes whose alerts it shows -- and those names are catalog data
+(catalog/dashboards.yaml), checked when the catalog loads (rulesgen/catalog/dashboards.py). A panel the
+catalog does not declare is not drawn.
+
+Data only, no builders: the catalog loader reads this table. A builder asks for its declaration by its id
+(Context.hand_made) and reads its thresholds by the roles listed here, never by a catalog name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PANEL, ROW = "panel", "row"
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """What the builder of a hand-made panel needs from its declaration.
+
+    kind: PANEL, drawn in its dashboard's header row; ROW, the whole row of the failure mode it names.
+    roles: the thresholds it draws, each the value of one threshold of its failure mode (role -> name in
+    the catalog). alerts_of: whether it shows the firing alerts of a list of failure modes."""
+    kind: str
+    about: str
+    roles: tuple[str, ...] = ()
+    alerts_of: bool = False
+
+
+PANELS = {
+    "fleet.health_state": PanelSpec(PANEL, "GPU Fleet Overview: GPUs by health state (links the capacity runbook)"),
+    "fleet.utilisation": PanelSpec(PANEL, "GPU Fleet Overview: SM active against GPU_UTIL (the utilisation myth)"),
+    "fleet.gpu_hours": PanelSpec(PANEL, "GPU Fleet Overview: busy and idle GPU-hours", ("idle_util",)),
+    "fleet.cost": PanelSpec(PANEL, "GPU Fleet Overview: estimated cost and waste", ("idle_util",)),
+    "jobs.pods_gpus": PanelSpec(PANEL, "GPU Jobs: table of the selected pods' GPUs"),
+    "jobs.rank_clock_spread": PanelSpec(PANEL, "GPU Jobs: SM clock of each rank against its job's median",
+                                        ("straggler_below",)),
+    "jobs.rank_sm_spread": PanelSpec(PANEL, "GPU Jobs: max - min SM active across a job's ranks"),
+    "jobs.hardware_alerts": PanelSpec(PANEL, "GPU Jobs: hardware alerts on the selected pods' GPUs", alerts_of=True),
+    "jobs.loss_per_rank": PanelSpec(PANEL, "GPU Jobs: training loss per rank"),
+    "jobs.step_per_rank": PanelSpec(PANEL, "GPU Jobs: step time per rank"),
+    "baselines.signals": PanelSpec(PANEL, "GPU Baselines: one panel per baseline signal, with the alert edge",
+                                   ("alert_edge",)),
+    "rows.baseline_deviation": PanelSpec(ROW, "z against the GPU's history and robust z against its node peers",
+                                         ("history_edge", "peer_edge")),
+    "rows.ghost_loss": PanelSpec(ROW, "minutes from a hardware alert to the loss problem", ("look_back",), alerts_of=True),
+    "rows.loss_divergence": PanelSpec(ROW, "smoothed loss over its recent best", ("diverging_above",)),
+    "rows.loss_plateau": PanelSpec(ROW, "improvement of the loss on its best before the window",
+                                   ("learning_above", "earlier_by")),
+    "rows.loss_not_finite": PanelSpec(ROW, "ranks with a finite loss against ranks stepping"),
+    "rows.step_time_straggler": PanelSpec(ROW, "each rank's step time over its job's median, and the spread",
+                                          ("straggler_above", "spread_above")),
+}

@@ -1,0 +1,159 @@
+"""Every catalog name the Python code or a hand-made panel reads is checked when the catalog loads (issue 15,
+item 3): catalog/dashboards.yaml declares the hand-made dashboard panels and the failure modes and thresholds
+they read, and the baseline alerts' failure mode is checked against baselines.yaml. A renamed failure mode
+or threshold is a load error at the line that names it, never a panel drawn empty or with a stale value."""
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from rulesgen.artifacts import load_inputs, plan
+from rulesgen.builders.dashboards import build_dashboards
+from rulesgen.builders.dashboards.context import Context
+from rulesgen.panel_specs import PANELS, ROW
+from rulesgen.builders.dashboards.rows import HAND_MADE_ROWS
+from rulesgen.builders.rules import build_rules
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.errors import RulesgenError
+
+DASHBOARDS_PACKAGE = ROOT / "rulesgen/builders/dashboards"
+# The modules that draw the hand-made panels (prose.py and reading.py only word and read the alerts).
+HAND_MADE_MODULES = ("baselines.py", "context.py", "fleet.py", "job_signals.py", "jobs.py", "panels.py", "rows.py",
+                     "__init__.py", "../../panel_specs.py")
+
+
+def errors_of(directory: Path) -> list[str]:
+    with pytest.raises(RulesgenError) as info:
+        load_catalog(directory)
+    return [str(d) for d in info.value.diagnostics]
+
+
+def edit(path: Path, old: str, new: str, count: int = 1):
+    text = path.read_text()
+    assert text.count(old) >= count, old
+    path.write_text(text.replace(old, new, count))
+
+
+def line_of(path: Path, text: str, nth: int = 0) -> int:
+    """1-based line of the nth line of path that starts with text (after indentation)."""
+    return [i for i, line in enumerate(path.read_text().splitlines(), 1) if line.strip().startswith(text)][nth]
+
+
+@pytest.fixture
+def bundled_copy(tmp_path) -> Path:
+    d = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), d)
+    return d
+
+
+def test_renamed_failure_mode_is_a_load_error_at_each_dashboards_line(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(bundled_copy / "failure_modes.yaml", "  - id: gpu_idle_allocated\n", "  - id: idle_gpu_allocated\n")
+    expected = [
+        f"{dash}:{line_of(dash, 'failure_mode: gpu_idle_allocated', n)}:5: error[unknown-failure-mode]: dashboards.yaml: "
+        f"panel {panel} reads failure mode 'gpu_idle_allocated': not in failure_modes.yaml (did you mean 'idle_gpu_allocated'?)"
+        for n, panel in enumerate(("fleet.gpu_hours", "fleet.cost", "jobs.pods_gpus"))]
+    assert errors_of(bundled_copy) == expected
+    assert len({e.split(":")[1] for e in expected}) == 3  # three lines, one per panel
+
+
+def test_renamed_threshold_is_a_load_error_at_the_dashboards_line(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(bundled_copy / "failure_modes.yaml", "      - name: clock_ratio\n", "      - name: sm_clock_ratio\n")
+    line = line_of(dash, "thresholds: {straggler_below: clock_ratio}")
+    assert errors_of(bundled_copy) == [
+        f"{dash}:{line}:18: error[unknown-threshold]: dashboards.yaml: panel jobs.rank_clock_spread reads threshold "
+        "'clock_ratio' of failure mode straggler: no such threshold (did you mean 'sm_clock_ratio'?) "
+        "(known: sm_clock_ratio)",
+    ]
+
+
+def test_unknown_panel_and_roles_the_builder_does_not_draw(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(dash, "  - panel: fleet.cost\n", "  - panel: fleet.costs\n")
+    edit(dash, "thresholds: {straggler_below: clock_ratio}", "thresholds: {straggler: clock_ratio}")
+    edit(dash, "  - panel: jobs.pods_gpus\n", "  - panel: jobs.pods_gpus\n    alerts_of: [xid_error]\n")
+    cost, spread = line_of(dash, "- panel: fleet.costs"), line_of(dash, "thresholds: {straggler: clock_ratio}")
+    pods = line_of(dash, "alerts_of: [xid_error]")
+    assert errors_of(bundled_copy) == [
+        f"{dash}:{cost}:5: error[unknown-panel]: dashboards.yaml: rulesgen has no hand-made panel 'fleet.costs' "
+        f"(did you mean 'fleet.cost'?) (known: {', '.join(PANELS)})",
+        f"{dash}:{pods}:5: error[unknown-key]: dashboards.yaml panel jobs.pods_gpus: unknown key 'alerts_of'",
+        f"{dash}:{spread}:17: error[missing-key]: panel jobs.rank_clock_spread thresholds: missing required key "
+        "'straggler_below'",
+        f"{dash}:{spread}:18: error[unknown-key]: panel jobs.rank_clock_spread thresholds: unknown key 'straggler'"
+        " (did you mean 'straggler_below'?)",
+    ]
+
+
+def test_minimal_catalog_renders_and_draws_only_the_declared_hand_made_panels(minimal_catalog):
+    def fleet_titles() -> list[str]:
+        artifacts = plan(minimal_catalog, None, None).artifacts
+        fleet = json.loads(next(a.text for a in artifacts if a.path == "dashboards/gpu-fleet-overview.json"))
+        return [p["title"] for p in fleet["panels"]]
+
+    assert fleet_titles() == ["Fleet", "GPUs by model", "Firing alerts by failure mode"]
+    (minimal_catalog / "dashboards.yaml").write_text("panels:\n  - panel: fleet.health_state\n    failure_mode: hot_gpu\n")
+    assert fleet_titles() == ["Fleet", "GPUs by model", "GPUs by health state", "Firing alerts by failure mode"]
+
+
+def test_bundled_catalog_declares_every_hand_made_panel_and_each_is_drawn(monkeypatch):
+    catalog, settings = load_inputs(bundled_catalog_dir(), ROOT / "rulesgen.yaml")
+    assert sorted(p.panel for p in catalog.hand_made_panels) == sorted(PANELS)
+    assert sorted(HAND_MADE_ROWS) == sorted(p for p, spec in PANELS.items() if spec.kind == ROW)
+    asked = []
+    original = Context.hand_made
+    monkeypatch.setattr(Context, "hand_made", lambda self, panel: asked.append(panel) or original(self, panel))
+    build_dashboards(catalog, settings, build_rules(catalog, settings))
+    assert sorted(set(asked)) == sorted(PANELS), "a registered panel no builder asks for"
+
+
+def catalog_literals(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, string) of each string constant of source that is one of names."""
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+
+
+def test_hand_made_panels_name_no_failure_mode_or_threshold_in_python():
+    catalog = load_catalog(bundled_catalog_dir())
+    names = {m.id for m in catalog.failure_modes} | {t.name for m in catalog.failure_modes for t in m.thresholds}
+    assert catalog_literals('reads = ctx.mode("straggler")\nratio = t["clock_ratio"]\n', names) == [
+        (1, "straggler"), (2, "clock_ratio")]  # the check finds a planted name
+    found = {name: catalog_literals((DASHBOARDS_PACKAGE / name).read_text(), names) for name in HAND_MADE_MODULES}
+    assert {name: hits for name, hits in found.items() if hits} == {}
+
+
+BASELINES = """\
+statistics:
+  mad_to_sigma: {value: 1.4826, source: test}
+  min_history_points: {value: 24, source: test}
+baselines:
+  - signal: gpu_temp
+    metric: DCGM_FI_DEV_GPU_TEMP
+    unit: celsius
+    description: GPU temperature.
+    value: quantile_over_time(0.5, gpu:dcgm_gpu_temp:max[[ short_range ]])
+    busy_only: true
+    direction: up
+    alert: true
+    floor: {value: 0.5, source: test}
+    min_delta: {value: 3, source: test}
+"""
+
+
+def test_baselines_need_the_baseline_failure_mode_and_its_thresholds(minimal_catalog):
+    (minimal_catalog / "baselines.yaml").write_text(BASELINES)
+    fm = minimal_catalog / "failure_modes.yaml"
+    assert errors_of(minimal_catalog) == [
+        f"{fm}:1:1: error[unknown-failure-mode]: failure_modes.yaml: baselines.yaml has 1 signal(s), whose alerts "
+        "belong to the failure mode 'baseline_deviation': not in failure_modes.yaml",
+    ]
+    edit(fm, "  - id: hot_gpu\n", "  - id: baseline_deviation\n")
+    assert errors_of(minimal_catalog) == [
+        f"{fm}:2:5: error[unknown-threshold]: failure mode baseline_deviation: the baseline alerts read its thresholds "
+        "z, peer_z, busy_util, same_load_ratio, node_peers_min, fleet_peers_min (missing: z, peer_z, busy_util, "
+        "same_load_ratio, node_peers_min, fleet_peers_min)",
+    ]
