@@ -646,7 +646,7 @@ def share(res: Result, intervals: dict[str, int]) -> float:
 
 def baseline_time(res: Result, intervals: dict[str, int]) -> float:
     """The baseline groups' evaluation time per evaluation of the fast group (the one the naive z-scores
-    replace): the fast group's time plus the hourly history group's, pro rata."""
+    replace): the fast group's time plus the slow groups' (hourly history, 6-hourly statistics), pro rata."""
     fast = intervals.get(conventions.BASELINE_GROUP, 300)
     return sum(d * min(1.0, fast / intervals.get(g, fast)) for g, (d, _) in res.groups.items() if "baseline" in g)
 

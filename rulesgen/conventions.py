@@ -38,6 +38,7 @@ def alert_group(group: str) -> str:
 # the alert reads this evaluation's values whatever order an evaluator gives groups.
 BASELINE_GROUP = f"{GROUP_PREFIX}-baselines"
 BASELINE_HISTORY_GROUP = f"{GROUP_PREFIX}-baseline-history"
+BASELINE_STATISTICS_GROUP = f"{GROUP_PREFIX}-baseline-statistics"
 
 
 def rule_file(kind: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import conventions, promql
 from ..durations import format_duration
 from ..model import BaselineSignal, BaselineStatistics, Catalog
-from ..output import Rule
+from ..output import Rule, RuleGroup
 from ..settings import Settings
 
 # The weekly comparison reads the hourly point within 30 minutes of now minus one week.
@@ -20,15 +20,19 @@ WEEK_AGO = "6d23h30m"
 # One day of hourly points. Prometheus 2.x range selectors include both ends (3.x and VictoriaMetrics
 # exclude the start); a minute short of a day holds exactly 24 hourly points in every engine.
 DAY_OF_POINTS = "23h59m"
-# The history statistics change once a day (DESIGN section 4): their group runs hourly.
+# The hourly copy and the daily sums run hourly (a daily sum is written in the hour after midnight).
 HISTORY_INTERVAL = 3600
-HISTORY_RECORDS = frozenset({conventions.BASELINE_HOURLY, conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,
-                             conventions.BASELINE_DAILY_SUMSQ, conventions.BASELINE_HISTORY_MEAN,
-                             conventions.BASELINE_HISTORY_STDDEV})
+# The history mean and stddev change only when a daily sum is written or leaves the window, once a day
+# (DESIGN section 4): computed every 6 hours, each at most 6 hours after midnight's sums.
+STATISTICS_INTERVAL = 6 * 3600
+# Baseline records written by the slow groups, and the interval of the group that writes each.
+SLOW_RECORDS = {**dict.fromkeys((conventions.BASELINE_HOURLY, conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,
+                                 conventions.BASELINE_DAILY_SUMSQ), HISTORY_INTERVAL),
+                **dict.fromkeys((conventions.BASELINE_HISTORY_MEAN, conventions.BASELINE_HISTORY_STDDEV), STATISTICS_INTERVAL)}
 
 
-def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[list[Rule], list[Rule]]:
-    """The baseline recording rules: (the fast group's, the history group's). `render(template, where)`
+def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[list[Rule], tuple[RuleGroup, ...]]:
+    """The baseline recording rules: (the fast group's, the slow groups: history, statistics). `render(template, where)`
     fills catalog templates, `t` holds the baseline_deviation thresholds (busy_util, node_peers_min,
     fleet_peers_min)."""
     s = settings
@@ -71,11 +75,12 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
                          (conventions.BASELINE_DAILY_SUMSQ,
                           f"count_over_time({day}) * (stdvar_over_time({day}) + avg_over_time({day}) ^ 2)")):
         history.append(Rule(record=record, expr=_once_per(expr, record, "day")))
-    # The history itself, once an hour from 14 daily points; the alert and the dashboards read it
+    # The history itself, every 6 hours from 14 daily points; the alert and the dashboards read it
     # with last_over_time.
-    history.append(Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s, catalog.baseline_statistics)))
-    history.append(Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
-    return fast, history
+    statistics = (Rule(record=conventions.BASELINE_HISTORY_MEAN, expr=history_mean_expr("", s, catalog.baseline_statistics)),
+                  Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
+    return fast, (RuleGroup(conventions.BASELINE_HISTORY_GROUP, tuple(history), HISTORY_INTERVAL),
+                  RuleGroup(conventions.BASELINE_STATISTICS_GROUP, statistics, STATISTICS_INTERVAL))
 
 
 def recent(record: str, settings: Settings, matchers: str = "") -> str:
@@ -83,7 +88,7 @@ def recent(record: str, settings: Settings, matchers: str = "") -> str:
     that writes it: an instant selector misses it when the writer runs less often than the lookback
     (the hourly history), and vmalert, whose writes reach the datasource later, would miss a record
     written earlier in the same evaluation."""
-    if record in HISTORY_RECORDS:
+    if record in SLOW_RECORDS:
         return history_read(record, matchers)
     return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * settings.baselines.interval)}])"
 
@@ -254,15 +259,11 @@ def history_stddev_expr(matchers: str, settings: Settings, mean: str | None = No
 
 
 def _stddev_record_expr(settings: Settings) -> str:
-    """The stddev record, right after the mean record in the same group. Without seasonality the mean
-    record is the window mean, so it is reused (an instant read instead of two 14-day window sums:
-    at 800 GPUs each window sum costs ~0.3 s an evaluation); it also keeps the stddev to warm histories.
-    With weekly seasonality the mean record may be last week's hour, so the window mean is recomputed.
-    Read with last_over_time: vmalert does not see a record written earlier in the same evaluation."""
-    mean = recent(conventions.BASELINE_HISTORY_MEAN, settings)
-    if settings.baselines.seasonality == "weekly":
-        return f"{history_stddev_expr('', settings)}\n  and {mean}"
-    return history_stddev_expr("", settings, mean=mean)
+    """The stddev record: the window's own mean, not the mean record's value (vmalert does not see a record
+    written earlier in the same evaluation, and a mean a day old would skew E[x^2] - E[x]^2 by 2 x mean x
+    its change). The mean record only gates it to warm histories. Its window sums cost a few hundred ms
+    at 800 GPUs, once every 6 hours."""
+    return f"{history_stddev_expr('', settings)}\n  and {recent(conventions.BASELINE_HISTORY_MEAN, settings)}"
 
 
 def history_warm(matchers: str, settings: Settings, stats: BaselineStatistics) -> str:
@@ -283,8 +284,8 @@ def value_record(b: BaselineSignal) -> str:
 
 
 def history_read(record: str, matchers: str = "") -> str:
-    """A history record (written hourly) for an instant or range query: its newest point."""
-    return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * HISTORY_INTERVAL)}])"
+    """A record of the slow groups (written hourly or every 6 hours) for an instant or range query: its newest point."""
+    return f"last_over_time({_selector(record, matchers)}[{format_duration(2 * SLOW_RECORDS[record])}])"
 
 
 def _peer_labels(level: str, settings: Settings) -> tuple[str, ...]:

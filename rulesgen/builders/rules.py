@@ -46,7 +46,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     inactive = []
     alert_groups: dict[str, list[Rule]] = {}
     baseline_recording: list[Rule] = []
-    baseline_history: list[Rule] = []
+    baseline_slow: tuple[RuleGroup, ...] = ()
     for fm in catalog.failure_modes:
         reason = _inactive_reason(fm, settings)
         if reason:
@@ -60,8 +60,8 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
                            f"failure mode {fm.id} needs catalog/baselines.yaml with at least one signal and the thresholds "
                            f"{', '.join(BASELINE_THRESHOLDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
                 continue
-            baseline_recording, baseline_history = _baseline_recording(catalog, settings, base, context, errors, recorded,
-                                                                       known_metrics)
+            baseline_recording, baseline_slow = _baseline_recording(catalog, settings, base, context, errors, recorded,
+                                                                    known_metrics)
             context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"])}
         workload_from = templates.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
@@ -80,11 +80,12 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
 
     errors.raise_if_any()
     alert_rules = [r for rules in alert_groups.values() for r in rules]
-    needed = _needed_records(recording, alert_rules + baseline_recording + baseline_history)
+    needed = _needed_records(recording, alert_rules + baseline_recording + [r for g in baseline_slow for r in g.rules])
     files = []
     for kind, description in RULE_FILES:
         # Every group runs at evaluation_interval but the baselines': the "now" values, peers and the
-        # alert at the baseline interval (<= 5m), the history statistics hourly.
+        # alert at the baseline interval (<= 5m), the hourly history and daily sums hourly, the history
+        # mean and stddev every 6 hours.
         interval = settings.evaluation_interval
         extra: tuple[RuleGroup, ...] = ()
         if kind == "recording":
@@ -94,8 +95,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         elif kind == "baselines":
             name, rules = conventions.BASELINE_GROUP, tuple(baseline_recording) + tuple(alert_groups.get(kind, []))
             interval = settings.baselines.interval
-            if baseline_history:
-                extra = (RuleGroup(conventions.BASELINE_HISTORY_GROUP, tuple(baseline_history), baselines.HISTORY_INTERVAL),)
+            extra = baseline_slow
         else:
             name, rules = conventions.alert_group(kind), tuple(alert_groups.get(kind, []))
         if rules:
@@ -104,7 +104,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     return RuleSet(files=tuple(files), inactive=tuple(inactive))
 
 
-def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> list[Rule]:
+def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> tuple[list[Rule], tuple[RuleGroup, ...]]:
     short = conventions.BASELINE_SHORT
     values = {**base, "short": short, "short_range": f"[{short}]", "t": context["t"],
               "now": lambda signal: baselines.recent(conventions.BASELINE_VALUE, settings, f'signal="{signal}"'),
