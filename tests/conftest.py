@@ -1,6 +1,8 @@
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from rulesgen.tools import find_tool  # noqa: E402
 # Tests that use these fixtures run real binaries: they get the `engines` mark, so that
 # `pytest -m "not engines"` runs the model and builder tests alone, in seconds.
 ENGINE_FIXTURES = {"promtool", "vmalert", "vmalert_tool", "amtool", "promtool_results", "matrix_results",
-                   "vmalert_results", "prometheus_bin", "victoria_metrics"}
+                   "vmalert_results", "results_on_2_42", "prometheus_bin", "victoria_metrics"}
 SELECTED = pytest.StashKey[dict]()
 
 
@@ -75,19 +77,69 @@ def rendered(tmp_path_factory):
     return out
 
 
-def run_promtool_tests(promtool: str, paths) -> dict:
-    """`promtool test rules` on each file, in parallel (one process per file): {stem: (rc, output)}."""
-    from concurrent.futures import ThreadPoolExecutor
+# --- scenario replays: one pool, started with the session ------------------------------------------
+# Every replay of a scenario file (promtool 3.5, the dialect cells, promtool 2.42, vmalert-tool) is a job
+# in one pool of cpu_count workers, submitted when the session starts, in the order pytest reads the
+# results (test files in name order; within one, the largest files first): the model and builder tests
+# run in the main thread meanwhile, and no core waits for the slowest file of one engine's batch.
+_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="replay")
+_REPLAYS: dict[str, Callable] = {}  # fixture name -> (session request -> {key: job})
+_STARTED: dict[str, "Replays"] = {}
 
+
+class Replays(Mapping):
+    """{key: result of job} with every job running in the shared pool; reading a key waits for its job."""
+
+    def __init__(self, jobs: dict[str, Callable[[], object]]):
+        self._futures = {key: _POOL.submit(job) for key, job in jobs.items()}
+
+    def __getitem__(self, key):
+        return self._futures[key].result()
+
+    def __iter__(self):
+        return iter(self._futures)
+
+    def __len__(self):
+        return len(self._futures)
+
+
+def replay_fixture(jobs_of: Callable) -> Callable:
+    """A session fixture named like `jobs_of`: Replays of the jobs jobs_of(request) returns. The jobs start
+    with the session when any selected test uses the fixture."""
+    name = jobs_of.__name__
+    _REPLAYS[name] = jobs_of
+    return pytest.fixture(scope="session", name=name)(lambda request: _started(name, request))
+
+
+def _started(name: str, request) -> Replays:
+    if name not in _STARTED:
+        _STARTED[name] = Replays(_REPLAYS[name](request))
+    return _STARTED[name]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_replays(request):
+    used = {n for item in request.session.items for n in item.fixturenames}
+    for name in _REPLAYS:  # registered at import: in the order pytest collects the test files
+        if name in used:
+            _started(name, request)
+
+
+def largest_first(paths) -> list[Path]:
+    """Bigger scenario files replay longer: started first, they do not leave one core alone at the end."""
+    return sorted(paths, key=lambda p: -Path(p).stat().st_size)
+
+
+def promtool_jobs(promtool: str, paths) -> dict:
+    """{stem: job}: each job runs `promtool test rules` on one file and returns (rc, output)."""
     from rulesgen.replay import promtool_env
 
-    def run(path: Path):
+    def job(path: Path):
         proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
                               env=promtool_env())
-        return path.stem, (proc.returncode, proc.stdout + proc.stderr)
+        return proc.returncode, proc.stdout + proc.stderr
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(pool.map(run, paths))
+    return {Path(p).stem: (lambda p=p: job(p)) for p in largest_first(paths)}
 
 
 def run_cli(*args, cwd=ROOT, env=None):

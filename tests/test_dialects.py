@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import ROOT, run_cli, run_promtool_tests, selected
+from conftest import ROOT, promtool_jobs, replay_fixture, run_cli, selected
 from rulesgen import artifacts as arts
 from rulesgen import dialects
 from rulesgen.builders.promtool_tests import scenario_test
@@ -202,9 +202,11 @@ def test_replay_cli_rejects_an_unknown_dialect():
 
 # --- the matrix on promtool 3.5 ----------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def matrix_results(request, tmp_path_factory, promtool, catalog):
-    out = tmp_path_factory.mktemp("dialects")
+@replay_fixture
+def matrix_results(request):
+    """promtool on each selected dialect cell (conftest's pool)."""
+    catalog, promtool = load_catalog(bundled_catalog_dir()), request.getfixturevalue("promtool")
+    out = request.getfixturevalue("tmp_path_factory").mktemp("dialects")
     plan = arts.plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
     arts.write_all(out, [a for a in plan.artifacts if a.path.startswith("alerts/")])
     files = [f for f in plan.rules.files if f.path not in arts.DASHBOARD_ONLY]
@@ -218,7 +220,7 @@ def matrix_results(request, tmp_path_factory, promtool, catalog):
         path = out / f"{stem}@{dialect}.yaml"
         path.write_text(dump(scenario_test(s, [str(out / f.path) for f in files], order)))
         paths.append(path)
-    return run_promtool_tests(promtool, paths)
+    return promtool_jobs(promtool, paths)
 
 
 @pytest.mark.engines

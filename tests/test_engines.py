@@ -6,14 +6,12 @@ must load in both promtools, and a representative subset of the scenario tests (
 efficiency, normal load) must pass on 2.42 too."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import tool
+from conftest import largest_first, replay_fixture, tool
 from rulesgen.replay import promtool_env
 from rulesgen.tools import tool_version
 
@@ -66,22 +64,19 @@ def test_rendered_rules_load(rendered, promtool_name):
     assert output.count("SUCCESS") == len(files), output
 
 
-@pytest.fixture(scope="session")
-def results_on_2_42(rendered):
-    """promtool-2.42 test rules on the subset, one process per file, in parallel."""
+@replay_fixture
+def results_on_2_42(request):
+    """promtool-2.42 test rules on the subset, one process per file (conftest's pool; run from the tests'
+    directory: 2.42 resolves rule_files against the working directory)."""
     promtool = tool("promtool-2.42")
-    tests = rendered / "tests" / "promtool"
+    tests = request.getfixturevalue("rendered") / "tests" / "promtool"
 
-    def run(name: str):
-        path = tests / f"{name}.yaml"
-        if not path.exists():
-            return name, (None, f"{path} was not rendered")
+    def job(path):
         proc = subprocess.run([promtool, "test", "rules", path.name], capture_output=True, text=True,
                               timeout=900, cwd=tests, env=promtool_env())
-        return name, (proc.returncode, proc.stdout + proc.stderr)
+        return proc.returncode, proc.stdout + proc.stderr
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(pool.map(run, SUBSET_ON_2_42))
+    return {p.stem: (lambda p=p: job(p)) for p in largest_first(tests / f"{name}.yaml" for name in SUBSET_ON_2_42)}
 
 
 @pytest.mark.parametrize("scenario", SUBSET_ON_2_42)

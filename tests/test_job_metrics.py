@@ -148,8 +148,8 @@ def test_scenarios_accept_the_configured_job_metrics_and_flag_a_near_miss(tmp_pa
     load_scenario(_scenario(tmp_path, "my_loss"), [], set(), custom)
 
 
-def test_explain_covers_every_job_mode():
-    for fm_id in sorted(JOB_MODES):
-        result = run_cli("explain", fm_id)
+def test_explain_covers_every_job_mode(tmp_path):
+    for fm_id in sorted(JOB_MODES):  # no scenarios: their tests are not what this checks (3 s less a call)
+        result = run_cli("explain", fm_id, "--scenarios", str(tmp_path))
         assert result.returncode == 0, result.stderr
         assert "THRESHOLDS" in result.stdout and "source:" in result.stdout and "RUNBOOK" in result.stdout

@@ -3,7 +3,7 @@ right GPU, and nothing fires on normal load."""
 
 import pytest
 
-from conftest import ROOT, run_cli, run_promtool_tests, selected
+from conftest import ROOT, promtool_jobs, replay_fixture, run_cli, selected
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.scenarios import load_scenarios
 from test_render import DESIGN_FAILURE_MODES
@@ -26,11 +26,12 @@ def test_at_least_six_normal_load_scenarios():
     assert len(normal) >= 6, normal
 
 
-@pytest.fixture(scope="session")
-def promtool_results(request, rendered, promtool):
-    """Run promtool on the selected scenarios' rendered tests, in parallel (one process per file)."""
+@replay_fixture
+def promtool_results(request):
+    """promtool on the selected scenarios' rendered tests, one process per file (conftest's pool)."""
+    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
-    return run_promtool_tests(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
+    return promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
 
 
 @pytest.mark.parametrize("scenario", [p.stem for p in SCENARIOS])

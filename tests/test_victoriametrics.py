@@ -282,19 +282,15 @@ def test_vmalert_tool_reports_a_missed_expectation_and_a_false_alert(vmalert_too
     assert re.search(r'got: \{[^}]*alertname="GPUECCUncorrectable"[^}]*gpu="0"', output), output  # the false alert
 
 
-@pytest.fixture(scope="session")
-def vmalert_results(request, rendered, vmalert_tool):
-    """Run vmalert-tool on every selected rendered scenario test (RULESGEN_VM_SCENARIOS and -k), one
-    process per file, in parallel."""
+@conftest.replay_fixture
+def vmalert_results(request):
+    """vmalert-tool on every selected rendered scenario test (RULESGEN_VM_SCENARIOS and -k), one process
+    per file (conftest's pool)."""
+    rendered, vmalert_tool = request.getfixturevalue("rendered"), conftest.tool("vmalert-tool")
     chosen = conftest.selected(request.config, __name__, "test_scenario_passes_vmalert_tool")
     files = [rendered / "tests" / "vmalert" / f"{n}.yaml" for n in selected() if n in chosen]
     assert all(f.exists() for f in files)
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        results = dict(zip((f.stem for f in files), pool.map(lambda f: run_unittest(vmalert_tool, f), files)))
-    print(f"\nvmalert-tool: {len(results)} scenarios in {time.monotonic() - started:.0f}s wall, "
-          f"slowest {max(r[2] for r in results.values()):.0f}s")
-    return results
+    return {f.stem: (lambda f=f: run_unittest(vmalert_tool, f)) for f in conftest.largest_first(files)}
 
 
 def test_every_scenario_has_a_vmalert_test(rendered):
