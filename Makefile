@@ -33,7 +33,7 @@ test-vm-all: $(STAMP) tools
 test-dialects-all: $(STAMP) tools
 	RULESGEN_DIALECT_CELLS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_dialects.py -k passes_in_dialect
 
-# Fleet benchmark (benchmarks/fleet.py, ~45 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
+# Fleet benchmark (benchmarks/fleet.py, ~35 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
 
 bench: $(STAMP) tools
