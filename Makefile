@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: render test test-vm-all test-dialects-all check bench tools fixtures clean
+.PHONY: render test test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ test: $(STAMP) tools
 # Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
 test-vm-all: $(STAMP) tools
 	RULESGEN_VM_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
+
+# Every scenario on promtool 3.5, the latency variants included (make test leaves them out).
+test-scenarios-all: $(STAMP) tools
+	RULESGEN_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_scenarios.py -k passes_in_promtool
+
+# The whole promtool 2.42 subset (make test runs one of its six scenarios): ~1 minute on 2 cores.
+test-2.42-all: $(STAMP) tools
+	RULESGEN_242_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_engines.py -k passes_on_promtool_2_42
 
 # Every dialect cell on promtool (make test runs one per dialect): ~2 minutes on 2 cores.
 test-dialects-all: $(STAMP) tools
