@@ -5,7 +5,7 @@ docs/victoriametrics.md explains the format decisions and the engine differences
 
 vmalert-tool costs about three times promtool's CPU per scenario (docs/victoriametrics.md, section 4):
 every scenario takes about 10 minutes on 2 cores (`make test-vm-all`, run by CI). By default the representative SUBSET below
-runs (7 scenarios, about 2 minutes of CPU); RULESGEN_VM_SCENARIOS=all runs every scenario, RULESGEN_VM_SCENARIOS=a,b
+runs (6 scenarios, about 2 minutes of CPU); RULESGEN_VM_SCENARIOS=all runs every scenario, RULESGEN_VM_SCENARIOS=a,b
 the named ones.
 """
 import dataclasses
@@ -45,8 +45,8 @@ SUBSET = [
     "fleet-capacity-degraded",
     # jobs (the training jobs' own metrics; VictoriaMetrics drops NaN samples: docs/victoriametrics.md)
     "loss-nan-fp16-overflow",
-    # normal load (increase()/changes() on restarted counters, an idle node; MIG in `make test-vm-all`)
-    "normal-exporter-restart-counter-reset", "normal-idle-node",
+    # normal load: increase()/changes() on restarted counters (an idle node, MIG ... in `make test-vm-all`)
+    "normal-exporter-restart-counter-reset",
 ]
 
 # vmalert-tool is CPU-bound: one Go thread per process and a lazier GC do the same work with about 20%
@@ -77,12 +77,12 @@ def replayed_files():
     return [f for f in build_rules(catalog, settings).files if f.path not in DASHBOARD_ONLY]
 
 
-def test_subset_covers_every_group_and_two_normal_scenarios():
+def test_subset_covers_every_group_and_a_normal_scenario():
     catalog = load_catalog(bundled_catalog_dir())
     group_of = {fm.id: fm.group for fm in catalog.failure_modes}
     scenarios = scenario_models(SUBSET)
     assert {group_of[e.failure_mode] for s in scenarios for e in s.expect} == set(group_of.values())
-    assert sum(s.is_normal for s in scenarios) >= 2
+    assert sum(s.is_normal for s in scenarios) >= 1
 
 
 # --- the document builder (no binaries) ------------------------------------------------------------
