@@ -128,6 +128,11 @@ def _start_replays(request):
                 pass  # e.g. a missing tool: the tests that use the fixture report it, the others run
 
 
+def pytest_sessionfinish(session):
+    """Drop the replays no test waited for (an interrupted or -x run), so the session ends now."""
+    _POOL.shutdown(wait=False, cancel_futures=True)
+
+
 def largest_first(paths) -> list[Path]:
     """Bigger scenario files replay longer: started first, they do not leave one core alone at the end."""
     return sorted(paths, key=lambda p: -Path(p).stat().st_size)
