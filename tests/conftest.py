@@ -50,6 +50,21 @@ def selected(config, module: str, test: str) -> set:
     return config.stash.get(SELECTED, {}).get((module, test), set())
 
 
+def errors_of(fn, *args) -> list[str]:
+    """The diagnostics fn(*args) raises, as printed (path:line:col: error[code]: message)."""
+    from rulesgen.errors import RulesgenError
+    with pytest.raises(RulesgenError) as info:
+        fn(*args)
+    return [str(d) for d in info.value.diagnostics]
+
+
+def edit(path: Path, old: str, new: str, count: int = 1):
+    """Replace the first `count` occurrences of old in the file; there must be that many."""
+    text = path.read_text()
+    assert text.count(old) >= count, old
+    path.write_text(text.replace(old, new, count))
+
+
 def tool(name: str) -> str:
     """Real binaries only: a missing tool fails the test with the way to get it."""
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, edit, errors_of
 from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders.dashboards import build_dashboards
 from rulesgen.builders.dashboards.context import Context
@@ -17,24 +17,11 @@ from rulesgen.panel_specs import PANELS, ROW
 from rulesgen.builders.dashboards.rows import HAND_MADE_ROWS
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.errors import RulesgenError
 
 DASHBOARDS_PACKAGE = ROOT / "rulesgen/builders/dashboards"
 # The modules that draw the hand-made panels (prose.py and reading.py only word and read the alerts).
 HAND_MADE_MODULES = ("baselines.py", "context.py", "fleet.py", "job_signals.py", "jobs.py", "panels.py", "rows.py",
                      "__init__.py", "../../panel_specs.py")
-
-
-def errors_of(directory: Path) -> list[str]:
-    with pytest.raises(RulesgenError) as info:
-        load_catalog(directory)
-    return [str(d) for d in info.value.diagnostics]
-
-
-def edit(path: Path, old: str, new: str, count: int = 1):
-    text = path.read_text()
-    assert text.count(old) >= count, old
-    path.write_text(text.replace(old, new, count))
 
 
 def line_of(path: Path, text: str, nth: int = 0) -> int:
@@ -56,7 +43,7 @@ def test_renamed_failure_mode_is_a_load_error_at_each_dashboards_line(bundled_co
         f"{dash}:{line_of(dash, 'failure_mode: gpu_idle_allocated', n)}:5: error[unknown-failure-mode]: dashboards.yaml: "
         f"panel {panel} reads failure mode 'gpu_idle_allocated': not in failure_modes.yaml (did you mean 'idle_gpu_allocated'?)"
         for n, panel in enumerate(("fleet.gpu_hours", "fleet.cost", "jobs.pods_gpus"))]
-    assert errors_of(bundled_copy) == expected
+    assert errors_of(load_catalog, bundled_copy) == expected
     assert len({e.split(":")[1] for e in expected}) == 3  # three lines, one per panel
 
 
@@ -64,7 +51,7 @@ def test_renamed_threshold_is_a_load_error_at_the_dashboards_line(bundled_copy):
     dash = bundled_copy / "dashboards.yaml"
     edit(bundled_copy / "failure_modes.yaml", "      - name: clock_ratio\n", "      - name: sm_clock_ratio\n")
     line = line_of(dash, "thresholds: {straggler_below: clock_ratio}")
-    assert errors_of(bundled_copy) == [
+    assert errors_of(load_catalog, bundled_copy) == [
         f"{dash}:{line}:18: error[unknown-threshold]: dashboards.yaml: panel jobs.rank_clock_spread reads threshold "
         "'clock_ratio' of failure mode straggler: no such threshold (did you mean 'sm_clock_ratio'?) "
         "(known: sm_clock_ratio)",
@@ -78,7 +65,7 @@ def test_unknown_panel_and_roles_the_builder_does_not_draw(bundled_copy):
     edit(dash, "  - panel: jobs.pods_gpus\n", "  - panel: jobs.pods_gpus\n    alerts_of: [xid_error]\n")
     cost, spread = line_of(dash, "- panel: fleet.costs"), line_of(dash, "thresholds: {straggler: clock_ratio}")
     pods = line_of(dash, "alerts_of: [xid_error]")
-    assert errors_of(bundled_copy) == [
+    assert errors_of(load_catalog, bundled_copy) == [
         f"{dash}:{cost}:5: error[unknown-panel]: dashboards.yaml: rulesgen has no hand-made panel 'fleet.costs' "
         f"(did you mean 'fleet.cost'?) (known: {', '.join(PANELS)})",
         f"{dash}:{pods}:5: error[unknown-key]: dashboards.yaml panel jobs.pods_gpus: unknown key 'alerts_of'",
@@ -147,12 +134,12 @@ baselines:
 def test_baselines_need_the_baseline_failure_mode_and_its_thresholds(minimal_catalog):
     (minimal_catalog / "baselines.yaml").write_text(BASELINES)
     fm = minimal_catalog / "failure_modes.yaml"
-    assert errors_of(minimal_catalog) == [
+    assert errors_of(load_catalog, minimal_catalog) == [
         f"{fm}:1:1: error[unknown-failure-mode]: failure_modes.yaml: baselines.yaml has 1 signal(s), whose alerts "
         "belong to the failure mode 'baseline_deviation': not in failure_modes.yaml",
     ]
     edit(fm, "  - id: hot_gpu\n", "  - id: baseline_deviation\n")
-    assert errors_of(minimal_catalog) == [
+    assert errors_of(load_catalog, minimal_catalog) == [
         f"{fm}:2:5: error[unknown-threshold]: failure mode baseline_deviation: the baseline alerts read its thresholds "
         "z, peer_z, busy_util, same_load_ratio, node_peers_min, fleet_peers_min (missing: z, peer_z, busy_util, "
         "same_load_ratio, node_peers_min, fleet_peers_min)",

@@ -1,27 +1,11 @@
 """Bad input: every problem reported as path:line:col: error[code]: message, exit 1, nothing written."""
 import shutil
-from pathlib import Path
 
-import pytest
-
-from conftest import run_cli
+from conftest import edit, errors_of, run_cli
 from rulesgen import conventions
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.errors import RulesgenError
 from rulesgen.settings import Settings, load_settings
-
-
-def errors_of(fn, *args):
-    with pytest.raises(RulesgenError) as info:
-        fn(*args)
-    return [str(d) for d in info.value.diagnostics]
-
-
-def edit(path: Path, old: str, new: str):
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
 
 
 def test_minimal_catalog_loads(minimal_catalog):
