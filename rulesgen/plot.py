@@ -4,7 +4,7 @@ expectations name, with the time each alert was pending and firing shaded.
 Alert states come from the real promtool: one promql_expr_test per evaluation time asks for ALERTS
 with the time carried in a label (promtool prints values with two significant digits, labels
 exactly), and replay's parser reads promtool's "got:" lines. matplotlib is optional (`pip install
-'rulesgen[plot]'`); only draw() needs it, with the non-interactive Agg backend.
+'dcgm-rulesgen[plot]'`); only draw() needs it, with the non-interactive Agg backend.
 """
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def draw(data: PlotData, out: Path, host_label: str = "Hostname") -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise PlotUnavailable("--plot needs matplotlib: pip install 'rulesgen[plot]'") from exc
+        raise PlotUnavailable("--plot needs matplotlib: pip install 'dcgm-rulesgen[plot]'") from exc
     metrics = data.metrics
     fig, axes = plt.subplots(len(metrics) + 1, 1, figsize=(11, 2.2 + 1.9 * len(metrics)), sharex=True, squeeze=False,
                              gridspec_kw={"height_ratios": [1.2] + [2] * len(metrics)})

@@ -42,7 +42,7 @@ def wheel(tmp_path_factory) -> Path:
         shutil.copytree(ROOT / name, src / name, ignore=IGNORE)
     out = tmp_path_factory.mktemp("wheel")
     _ok(_run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check", "-q", "-w", out, src], cwd=src))
-    wheels = sorted(out.glob("rulesgen-*.whl"))
+    wheels = sorted(out.glob("dcgm_rulesgen-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
 
@@ -72,6 +72,27 @@ def gitops(installed, tmp_path_factory):
     render = _ok(_run([bin_dir / "rulesgen", "render"], cwd=repo, env=env))
     assert "rendered" in render.stdout
     return repo
+
+
+def test_wheel_is_distributed_as_dcgm_rulesgen_with_the_rulesgen_command(wheel):
+    """PyPI's `rulesgen` is somebody else's project: ours is `dcgm-rulesgen`; the command and the import stay rulesgen."""
+    from email.parser import Parser
+    names = zipfile.ZipFile(wheel).namelist()
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    assert info.startswith("dcgm_rulesgen-"), info
+    meta = Parser().parsestr(zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode())
+    assert meta["Name"] == "dcgm-rulesgen"
+    assert meta.get_all("Provides-Extra") and "plot" in meta.get_all("Provides-Extra")
+    scripts = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+    assert "[console_scripts]\nrulesgen = rulesgen.cli:main" in scripts
+    assert any(n.startswith("rulesgen/cli/") for n in names)
+    # Every install hint names the distribution, never the other project.
+    hints = [p for p in (ROOT / "rulesgen").rglob("*") if p.is_file() and p.suffix in (".py", ".j2", ".yaml", "") ]
+    hints += [ROOT / "README.md"]
+    for p in hints:
+        text = p.read_text(errors="replace")
+        assert "rulesgen[" not in text.replace("dcgm-rulesgen[", ""), p
+        assert "pip install rulesgen" not in text, p
 
 
 def test_wheel_ships_the_catalog_templates_and_every_module(wheel):

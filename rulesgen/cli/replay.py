@@ -23,7 +23,7 @@ from .app import fail, plan_or_fail
 @click.option("--jobs", "-j", default=os.cpu_count() or 1, show_default="CPU count", help="promtool runs in parallel.")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Also draw the scenario's series and when each alert was pending/firing to this PNG "
-                   "(one scenario only; needs matplotlib: pip install 'rulesgen[plot]').")
+                   "(one scenario only; needs matplotlib: pip install 'dcgm-rulesgen[plot]').")
 @click.option("--dialect", "dialect_names", multiple=True, metavar="NAME",
               help="Replay as another exporter/scrape set-up records it (repeatable): a preset such as "
                    "exporter-4.9, or axes joined by '+', e.g. hostname+names-4.9+scrape-60s. "
