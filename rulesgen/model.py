@@ -132,12 +132,32 @@ class Signal:
 
 
 @dataclass(frozen=True)
+class Range:
+    """The values a threshold may take (catalog `range:`, written like "[0, 1]", "[0, inf)", "(1, inf)")."""
+    low: float = float("-inf")
+    high: float = float("inf")
+    low_open: bool = True
+    high_open: bool = True
+
+    def __contains__(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def __str__(self) -> str:
+        def num(v):
+            return "inf" if v == float("inf") else "-inf" if v == float("-inf") else f"{v:g}"
+        return f"{'(' if self.low_open else '['}{num(self.low)}, {num(self.high)}{')' if self.high_open else ']'}"
+
+
+@dataclass(frozen=True)
 class Threshold:
     name: str
     value: float
     unit: str
     source: str
     description: str = ""
+    range: Range = Range()
 
 
 @dataclass(frozen=True)

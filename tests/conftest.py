@@ -226,6 +226,7 @@ failure_modes:
       - name: celsius
         value: 85
         unit: C
+        range: "[0, 150]"
         source: test
     alerts:
       - severity: warning

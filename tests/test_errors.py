@@ -30,8 +30,8 @@ def test_duplicate_key_and_unknown_key_with_did_you_mean(minimal_catalog):
     edit(fm, "      - severity: warning", "      - severty: warning")
     p, f = str(m), str(fm)
     assert errors_of(load_catalog, minimal_catalog) == [
-        f"{f}:16:9: error[missing-key]: failure mode hot_gpu alert: missing required key 'severity'",
-        f"{f}:16:9: error[unknown-key]: failure mode hot_gpu alert: unknown key 'severty' (did you mean 'severity'?)",
+        f"{f}:17:9: error[missing-key]: failure mode hot_gpu alert: missing required key 'severity'",
+        f"{f}:17:9: error[unknown-key]: failure mode hot_gpu alert: unknown key 'severty' (did you mean 'severity'?)",
         f"{p}:8:5: error[duplicate-key]: duplicate key 'help' (first defined on line 7)",
     ]
 
@@ -46,8 +46,8 @@ def test_duplicate_ids_unknown_metric_bad_duration(minimal_catalog):
     f = str(fm)
     assert errors_of(load_catalog, minimal_catalog) == [
         f"{f}:9:15: error[unknown-metric]: failure mode hot_gpu: unknown metric 'DCGM_FI_DEV_GPU_TMP' (did you mean 'DCGM_FI_DEV_GPU_TEMP'?)",
-        f"{f}:18:9: error[bad-duration]: failure mode hot_gpu alert.for: '5 minutes' is not a duration like 30s, 5m, 1h30m",
-        f"{f}:25:5: error[duplicate-id]: failure mode 'hot_gpu' already defined on line 2",
+        f"{f}:19:9: error[bad-duration]: failure mode hot_gpu alert.for: '5 minutes' is not a duration like 30s, 5m, 1h30m",
+        f"{f}:26:5: error[duplicate-id]: failure mode 'hot_gpu' already defined on line 2",
     ]
 
 
@@ -68,7 +68,7 @@ def test_unbalanced_promql_and_unknown_template_reference(minimal_catalog, tmp_p
     result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"{fm}:19:9: error[promql-syntax]: failure mode hot_gpu (warning): unclosed '('",
+        f"{fm}:20:9: error[promql-syntax]: failure mode hot_gpu (warning): unclosed '('",
         f"{sig}:13:5: error[unknown-reference]: signal gpu:dcgm_gpu_temp:max: 't' is undefined",
         "2 error(s); nothing written.",
     ]
@@ -82,7 +82,7 @@ def test_unknown_recording_rule_reference(minimal_catalog):
     edit(fm, "expr: gpu:dcgm_gpu_temp:max >", "expr: gpu:dcgm_gpu_tmp:max >")
     catalog = load_catalog(minimal_catalog)
     assert errors_of(build_rules, catalog, Settings()) == [
-        f"{fm}:19:9: error[unknown-signal]: failure mode hot_gpu (warning): unknown recording rule"
+        f"{fm}:20:9: error[unknown-signal]: failure mode hot_gpu (warning): unknown recording rule"
         " 'gpu:dcgm_gpu_tmp:max' (did you mean 'gpu:dcgm_gpu_temp:max'?)",
     ]
 
@@ -153,7 +153,7 @@ def test_promql_that_does_not_parse_names_the_catalog_line(minimal_catalog, tmp_
     result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
-        f"{fm}:19:9: error[promql-syntax]: failure mode hot_gpu (warning): does not parse as PromQL "
+        f"{fm}:20:9: error[promql-syntax]: failure mode hot_gpu (warning): does not parse as PromQL "
         "(invalid promql query): gpu:dcgm_gpu_temp:max > > 85",
         "1 error(s); nothing written.",
     ]

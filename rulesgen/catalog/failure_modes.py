@@ -1,10 +1,12 @@
 """failure_modes.yaml: ids, thresholds with sources, alerts, runbooks, and what each mode covers."""
 from __future__ import annotations
 
+import re
+
 from ..fields import Fields, did_you_mean
 from ..jobmetrics import INPUTS
 from ..model import (ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode,
-                     Runbook, Threshold)
+                     Range, Runbook, Threshold)
 from ..yamlsource import where_of
 from .common import top_list, unique
 
@@ -34,9 +36,14 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
             if name in tnames:
                 errors.add(tf.at("name"), "duplicate-id", f"failure mode {fm_id}: threshold {name!r} defined twice")
             tnames.add(name)
-            thresholds.append(Threshold(name=name, value=tf.num("value", required=True, default=0),
+            value = tf.num("value", required=True, default=0)
+            valid = parse_range(tf.str("range", required=True), tf.at("range"), f"failure mode {fm_id} threshold {name}", errors)
+            if value not in valid:
+                errors.add(tf.at("value"), "out-of-range",
+                           f"failure mode {fm_id} threshold {name}: {value:g} is out of its range {valid}")
+            thresholds.append(Threshold(name=name, value=value,
                                         unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
-                                        description=tf.str("description", default="") or ""))
+                                        description=tf.str("description", default="") or "", range=valid))
             tf.done()
         alerts = []
         a_items, a_wheres = f.list("alerts", required=True)
@@ -48,8 +55,12 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
                 errors.add(af.at("severity"), "duplicate-severity",
                            f"failure mode {fm_id}: more than one alert with severity {sev!r} (combine them with 'or')")
             severities.add(sev)
+            hold = af.duration("for", required=True, default=0)
+            if hold == 0 and is_zero_duration(af.node.get("for")):
+                errors.add(af.at("for"), "out-of-range",
+                           f"failure mode {fm_id} alert.for must be above 0s: one bad sample would page someone")
             alerts.append(AlertSpec(severity=sev, action=af.str("action", required=True, choices=ACTIONS) or "investigate",
-                                    for_seconds=af.duration("for", required=True, default=0),
+                                    for_seconds=hold,
                                     expr=af.str("expr", required=True) or "",
                                     summary=af.str("summary", required=True) or "",
                                     description=af.str("description", required=True) or "", where=af.at("expr")))
@@ -80,6 +91,33 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
             job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
         f.done()
     return out
+
+
+_RANGE = re.compile(r"([\[(])\s*(-inf|-?[0-9.]+(?:e-?[0-9]+)?)\s*,\s*(inf|-?[0-9.]+(?:e-?[0-9]+)?)\s*([\])])")
+
+
+def parse_range(text, where, what, errors) -> Range:
+    """"[0, 1]", "[0, inf)", "(0, inf)": brackets closed, parentheses open (infinity always open)."""
+    if text is None:
+        return Range()
+    m = _RANGE.fullmatch(text.strip())
+    try:
+        low, high = (float(m.group(2)), float(m.group(3))) if m else (0.0, 0.0)
+    except ValueError:
+        m = None
+    if not m or low > high or (m.group(1) == "[" and low == float("-inf")) or (m.group(4) == "]" and high == float("inf")):
+        errors.add(where, "bad-value", f"{what}: range {text!r} is not an interval like [0, 1], [0, inf) or (1, inf)")
+        return Range()
+    return Range(low=low, high=high, low_open=m.group(1) == "(", high_open=m.group(4) == ")")
+
+
+def is_zero_duration(raw) -> bool:
+    """True for a duration that parses to 0 (0s, 0m): not for a missing or malformed one (reported already)."""
+    from ..durations import duration_seconds
+    try:
+        return duration_seconds(raw) == 0
+    except (ValueError, TypeError):
+        return False
 
 
 def check_covers(modes, baselines, health, errors) -> None:

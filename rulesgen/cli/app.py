@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from .. import artifacts as arts
+from .. import interrupts
 from ..catalog import bundled_catalog_dir
 from ..errors import RulesgenError
 from ..tools import ToolMissing
@@ -77,6 +78,27 @@ def with_common(f):
     return f
 
 
-@click.group()
+class RulesgenGroup(click.Group):
+    """Ctrl-C (and SIGTERM) anywhere: one line and exit 130 (143), never a traceback; an output folder
+    that cannot be written: one line naming it, exit 1."""
+
+    def main(self, *args, **kwargs):
+        interrupts.install()
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            signum = interrupts.signal_of(exc)
+            outcome = getattr(exc, "rulesgen_outcome", "")
+            click.echo(f"rulesgen: interrupted by {signum.name}" + (f"; {outcome}" if outcome else ""), err=True)
+            ctx.exit(interrupts.EXIT_CODES[signum])
+        except arts.OutputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=RulesgenGroup)
 def main():
     """Generate Prometheus/VictoriaMetrics rules, promtool tests and dashboards for GPU failure modes."""
