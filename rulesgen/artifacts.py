@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from . import interrupts
@@ -14,6 +14,9 @@ from .builders.promtool_tests import scenario_test
 from .builders.rules import build_rules
 from .catalog import load_catalog
 from .covers import inhibits
+from .durations import format_duration
+from .errors import Diagnostic, RulesgenError
+from .lint import shortest_rate_window
 from .model import Catalog
 from .output import Artifact, RuleFile, RuleSet
 from .render import kube
@@ -54,6 +57,7 @@ def load_inputs(catalog_dir: Path, config: Path | None) -> tuple[Catalog, Settin
 def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> Plan:
     catalog, settings = load_inputs(catalog_dir, config)
     rules = build_rules(catalog, settings)
+    check_scrape_interval(settings, rules)
     artifacts = [Artifact(f.path, render_rule_file(f)) for f in rules.files]
     scenarios = []
     if scenarios_dir is not None and scenarios_dir.is_dir():
@@ -69,6 +73,19 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> 
     artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules)) + [provider_artifact(settings)]
     artifacts += delivery_artifacts(catalog, settings, rules, artifacts)
     return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)))
+
+
+def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:
+    """The rules read rate() windows of at least 4 scrapes (`rulesgen lint`'s rate-window): a scrape_interval
+    above a quarter of the shortest window is an error here, not 20 lint findings on what was rendered."""
+    shortest = shortest_rate_window(rules.rules)
+    if shortest and 4 * settings.scrape_interval > shortest[0]:
+        window, name = shortest
+        limit = window // 4
+        raise RulesgenError([Diagnostic(*astuple(settings.where("scrape_interval")), "out-of-range",
+            f"scrape_interval {format_duration(settings.scrape_interval)} is above what the rules support: "
+            f"{name} reads a [{format_duration(window)}] rate window, which needs 4 scrapes, so scrape_interval "
+            f"must be at most {format_duration(limit)}")])
 
 
 def vmalert_artifacts(replayed: list[RuleFile], scenarios: list[Scenario]) -> list[Artifact]:
@@ -122,6 +139,11 @@ def _stale(out: Path, artifacts) -> list[Path]:
             if rel not in planned and p.is_file() and _is_generated(p):
                 stale.append(p)
     return stale
+
+
+def earlier_render(out: Path) -> bool:
+    """True when `out` holds a file rulesgen generated (a folder it rendered into before)."""
+    return bool(_stale(out, ()))
 
 
 def _is_generated(path: Path) -> bool:

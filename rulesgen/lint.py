@@ -56,6 +56,17 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
     return sorted(findings)
 
 
+def shortest_rate_window(rules) -> tuple[int, str] | None:
+    """(seconds, rule name) of the shortest rate()-like window over a raw series among `rules` (Rule
+    objects): the rate-window check needs scrape_interval <= a quarter of it."""
+    best = None
+    for rule in rules:
+        for call in promql_tree.range_calls(rule.tree):
+            if call.function in RATE_FUNCTIONS and call.selector and (best is None or call.range < best[0]):
+                best = (call.range, rule.alert or rule.record)
+    return best
+
+
 def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
               slow: dict[str, int] | None = None) -> list[Finding]:
     out = []

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import promql_tree
-from .errors import Collector
+from .errors import Collector, Where
 from .fields import Fields
 from .jobmetrics import JobMetricsSettings, parse_settings as _job_metrics_settings
 from .model import GROUPS, SEVERITIES
@@ -105,6 +105,24 @@ class Settings:
     job_metrics: JobMetricsSettings = JobMetricsSettings()  # the training jobs' own metrics (jobmetrics.py)
     source: str = "<defaults>"
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
+    where_of_key: tuple[tuple[str, Where], ...] = field(default=(), compare=False)  # scrape_interval, failure_modes.X.for
+    given_urls: tuple[str, ...] = field(default=(), compare=False)  # keys of its urls: section
+
+    def where(self, key: str) -> Where:
+        return dict(self.where_of_key).get(key, Where(self.source))
+
+    @property
+    def placeholder_urls(self) -> tuple[tuple[str, str], ...]:
+        """(urls key, default) for each link left at its default: this project's repository for runbooks, an
+        example Grafana host for dashboards. Every alert's runbook_url / dashboard_url points there."""
+        return tuple((key, value) for key, value in (("runbook_base", self.runbook_base_url), ("grafana_base", self.grafana_base_url))
+                     if key not in self.given_urls and value == getattr(Settings, _URL_ATTRS[key]))
+
+    @property
+    def contract_labels(self) -> tuple[str, ...]:
+        """Labels every alert sets itself: extra_labels may not name them (they would overwrite, or be overwritten)."""
+        return ("severity", "failure_mode", "action", self.cluster_label, self.host_label, "gpu", "UUID", "modelName",
+                self.namespace_label, self.pod_label)
 
     def for_mode(self, fm_id: str) -> FailureModeSettings:
         return dict(self.failure_modes).get(fm_id, FailureModeSettings())
@@ -138,6 +156,35 @@ class Settings:
 
 
 _LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
+_URL_ATTRS = {"runbook_base": "runbook_base_url", "grafana_base": "grafana_base_url"}
+
+
+def _has_comment(path: Path) -> bool:
+    """A file of comments only is a deliberate choice of the defaults (`rulesgen init` writes one); an empty
+    file is not."""
+    try:
+        return any(line.lstrip().startswith("#") for line in path.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return False
+
+
+def _extra_labels(top: Fields, errors: Collector, kwargs: dict) -> tuple[tuple[str, str], ...]:
+    """extra_labels: added to every alert; a label the alerts set themselves (severity, the GPU's identity,
+    its workload) is an error at its line instead of being dropped or overwriting it."""
+    pairs = top.str_map("extra_labels", "extra_labels")
+    node = top.mapping("extra_labels")
+    contract = Settings(**{k: v for k, v in kwargs.items() if k.endswith("_label")}).contract_labels
+    out = []
+    for key, value in pairs:
+        if not re.fullmatch(_LABEL, key):
+            errors.add(node.key_where.get(key, top.at("extra_labels")), "bad-value", f"extra_labels: {key!r} is not a label name")
+        elif key in contract:
+            errors.add(node.key_where.get(key, top.at("extra_labels")), "contract-label",
+                       f"extra_labels.{key}: every alert sets {key!r} itself (so do {', '.join(c for c in contract if c != key)}); "
+                       + ("change a failure mode's with failure_modes.<id>.severity" if key == "severity" else "choose another label name"))
+        else:
+            out.append((key, value))
+    return tuple(out)
 
 
 def _selector_problems(sel: str) -> list[str]:
@@ -158,6 +205,11 @@ def load_settings(path: Path | None) -> Settings:
     shown = str(path)
     data = load_file(path, shown)
     errors = Collector()
+    if data is None and not _has_comment(path):
+        errors.add(Where(shown), "empty-config",
+                   f"{shown} is empty: rendering it would mean every default (and remove the outputs it enabled); "
+                   "restore it (git checkout), or delete it and run with --defaults to render the defaults")
+        errors.raise_if_any()
     top = Fields(data, errors, "rulesgen.yaml")
     kwargs: dict = {"source": shown}
     sel = top.str("selector")
@@ -198,8 +250,11 @@ def load_settings(path: Path | None) -> Settings:
         else:
             kwargs["evaluation_interval"] = interval
     scrape = top.duration("scrape_interval")
-    if scrape:
-        kwargs["scrape_interval"] = scrape
+    if scrape is not None:
+        if scrape <= 0:
+            errors.add(top.at("scrape_interval"), "out-of-range", "scrape_interval must be above 0s")
+        else:
+            kwargs["scrape_interval"] = scrape
     kwargs["outputs"] = _outputs(top.mapping("outputs"), errors)
     am = Fields(top.mapping("alertmanager"), errors, "alertmanager")
     kwargs["alertmanager"] = AlertmanagerSettings(**{
@@ -212,7 +267,7 @@ def load_settings(path: Path | None) -> Settings:
         if value is not None:
             kwargs[attr] = value
     urls.done()
-    kwargs["extra_labels"] = top.str_map("extra_labels", "extra_labels")
+    kwargs["extra_labels"] = _extra_labels(top, errors, kwargs)
     groups = top.mapping("groups")
     gfields = Fields(groups, errors, "groups")
     disabled = []
@@ -226,6 +281,7 @@ def load_settings(path: Path | None) -> Settings:
     modes = top.mapping("failure_modes")
     mode_settings = []
     wheres = []
+    wheres_for = []
     for fm_id, node in modes.items():
         mf = Fields(node, errors, f"failure_modes.{fm_id}", fallback=modes.key_where.get(fm_id))
         thresholds = mf.mapping("thresholds")
@@ -242,6 +298,7 @@ def load_settings(path: Path | None) -> Settings:
             if new is not None:
                 svals.append((k, new))
         sf.done()
+        wheres_for.append((fm_id, mf.at("for")))
         mode_settings.append((fm_id, FailureModeSettings(
             enabled=mf.bool("enabled"), for_seconds=mf.duration("for"),
             thresholds=tvals, severity=tuple(sorted(svals)))))
@@ -249,6 +306,9 @@ def load_settings(path: Path | None) -> Settings:
         mf.done()
     kwargs["failure_modes"] = tuple(mode_settings)
     kwargs["where_of_mode"] = tuple(wheres)
+    kwargs["where_of_key"] = (("scrape_interval", top.at("scrape_interval")), ("urls", top.at("urls")),
+                              *((f"failure_modes.{m}.for", w) for m, w in wheres_for))
+    kwargs["given_urls"] = tuple(sorted(str(k) for k in urls.node))
     kwargs["dashboards"] = _dashboard_settings(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
     kwargs["baselines"] = _baseline_settings(Fields(top.mapping("baselines"), errors, "baselines"), errors)
     kwargs["job_metrics"] = _job_metrics_settings(Fields(top.mapping("job_metrics"), errors, "job_metrics"), errors)
@@ -336,6 +396,7 @@ def _baseline_settings(fields: Fields, errors: Collector) -> BaselineSettings:
 
 def check_against_catalog(settings: Settings, catalog) -> None:
     """Config names failure modes and thresholds: they must exist in the catalog."""
+    from .durations import format_duration
     from .fields import did_you_mean
 
     errors = Collector()
@@ -344,10 +405,23 @@ def check_against_catalog(settings: Settings, catalog) -> None:
         if fm_id not in ids:
             errors.add(where, "unknown-failure-mode", f"failure_modes: unknown failure mode {fm_id!r}{did_you_mean(fm_id, ids)}")
             continue
-        names = [t.name for t in catalog.failure_mode(fm_id).thresholds]
+        fm = catalog.failure_mode(fm_id)
+        names = [t.name for t in fm.thresholds]
+        values = dict(settings.for_mode(fm_id).thresholds)
         for name in thresholds:
             if name not in names:
                 errors.add(thresholds.key_where[name], "unknown-threshold",
                            f"failure_modes.{fm_id}.thresholds: unknown threshold {name!r}{did_you_mean(name, names)}"
                            f" (known: {', '.join(names) or 'none'})")
+            elif name in values and values[name] not in fm.threshold(name).range:
+                t = fm.threshold(name)
+                errors.add(thresholds.key_where[name], "out-of-range",
+                           f"failure_modes.{fm_id}.thresholds.{name}: {values[name]:g} is out of range {t.range} "
+                           f"({t.unit}; catalog value {t.value:g})")
+        hold = settings.for_mode(fm_id).for_seconds
+        if hold == 0 and all(a.for_seconds > 0 for a in fm.alerts):
+            errors.add(settings.where(f"failure_modes.{fm_id}.for"), "out-of-range",
+                       f"failure_modes.{fm_id}.for: 0s is out of range (0s, inf): {fm_id} needs a hold "
+                       f"(catalog: {', '.join(sorted({format_duration(a.for_seconds) for a in fm.alerts}))}), "
+                       "or one bad sample pages someone")
     errors.raise_if_any()

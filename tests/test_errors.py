@@ -8,6 +8,13 @@ from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.settings import Settings, load_settings
 
 
+
+def no_scenarios(tmp_path) -> str:
+    """An empty scenarios folder (a missing one is a usage error: it would remove the generated tests)."""
+    d = tmp_path / "no-scenarios"
+    d.mkdir(exist_ok=True)
+    return str(d)
+
 def test_minimal_catalog_loads(minimal_catalog):
     catalog = load_catalog(minimal_catalog)
     assert [fm.id for fm in catalog.failure_modes] == ["hot_gpu"]
@@ -65,7 +72,7 @@ def test_unbalanced_promql_and_unknown_template_reference(minimal_catalog, tmp_p
     sig = minimal_catalog / "signals.yaml"
     edit(sig, "max by ([[ gpu ]]) ([[ v.DCGM_FI_DEV_GPU_TEMP ]])", "max by ([[ gpu ]]) ([[ v.DCGM_FI_DEV_GPU_TEMP ]] > [[ t.x ]])")
     out = tmp_path / "out"
-    result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", no_scenarios(tmp_path), "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"{fm}:20:9: error[promql-syntax]: failure mode hot_gpu (warning): unclosed '('",
@@ -128,12 +135,12 @@ def test_config_names_unknown_failure_mode_and_threshold(tmp_path, minimal_catal
 
 def test_failed_render_changes_nothing(tmp_path, minimal_catalog):
     out = tmp_path / "out"
-    ok = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    ok = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", no_scenarios(tmp_path), "--out", str(out))
     assert ok.returncode == 0, ok.stderr
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert before
     edit(minimal_catalog / "failure_modes.yaml", "for: 5m", "for: 5x")
-    bad = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    bad = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", no_scenarios(tmp_path), "--out", str(out))
     assert bad.returncode == 1
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
@@ -150,7 +157,7 @@ def test_promql_that_does_not_parse_names_the_catalog_line(minimal_catalog, tmp_
     fm = minimal_catalog / "failure_modes.yaml"
     edit(fm, "expr: gpu:dcgm_gpu_temp:max > [[ t.celsius ]]", "expr: gpu:dcgm_gpu_temp:max > > [[ t.celsius ]]")
     out = tmp_path / "out"
-    result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(out))
+    result = run_cli("render", "--catalog", str(minimal_catalog), "--scenarios", no_scenarios(tmp_path), "--out", str(out))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"{fm}:20:9: error[promql-syntax]: failure mode hot_gpu (warning): does not parse as PromQL "

@@ -24,6 +24,47 @@ def config_path(path: str | None) -> Path | None:
     return Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).exists() else None
 
 
+def render_config(config: str | None, defaults: bool) -> str | None:
+    """The config of a command that writes (render, test): --config, else ./rulesgen.yaml; without either,
+    a usage error unless --defaults asks for the bundled defaults (a render of the defaults in the wrong
+    folder would write dozens of files, or remove the outputs a config enabled)."""
+    if defaults and config:
+        raise click.UsageError("--defaults and --config exclude each other: --defaults renders without a config file")
+    if defaults and Path(DEFAULT_CONFIG).exists():
+        raise click.UsageError(f"--defaults: ./{DEFAULT_CONFIG} exists and would be ignored; drop --defaults to render "
+                               f"with it, or delete it to render the defaults")
+    if not config and not defaults and not Path(DEFAULT_CONFIG).exists():
+        raise click.UsageError(f"no ./{DEFAULT_CONFIG} here ({Path.cwd()}) and no --config: run `rulesgen init` to write one, "
+                               f"pass --config FILE, or --defaults to render the bundled defaults")
+    return config
+
+
+def check_out_folder(out: str, files: int) -> None:
+    """A render writes into a folder with a rulesgen.yaml, a new or empty one, or one it rendered into
+    before; anything else (a home folder, another project) is a usage error before anything is written."""
+    folder = Path(out)
+    if not folder.is_dir() or (folder / DEFAULT_CONFIG).exists() or not any(folder.iterdir()):
+        return
+    if arts.earlier_render(folder):
+        return
+    raise click.UsageError(f"--out {out}: this folder holds other files, no {DEFAULT_CONFIG} and no earlier render; "
+                           f"rendering would write {files} files into it (alerts/, dashboards/, tests/ ...): render into "
+                           f"an empty folder, or run `rulesgen init {out}` first")
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def placeholder_url_warnings(settings) -> None:
+    """Links left at their defaults point at this project's repository or an example host, not at yours."""
+    where = settings.source if settings.source != "<defaults>" else "the defaults"
+    for key, value in settings.placeholder_urls:
+        what = ("runbook_url points at this project's own runbooks" if key == "runbook_base"
+                else "dashboard_url points at an example host")
+        warn(f"{where}: urls.{key} is not set: every alert's {what} ({value}); set urls.{key} in {DEFAULT_CONFIG}")
+
+
 def fail(exc: RulesgenError) -> None:
     for d in exc.diagnostics:
         click.echo(str(d), err=True)
@@ -32,6 +73,11 @@ def fail(exc: RulesgenError) -> None:
 
 
 def plan_or_fail(catalog, config, scenarios, parse_with_promtool=False):
+    ctx = click.get_current_context(silent=True)
+    explicit = ctx is not None and ctx.get_parameter_source("scenarios") not in (None, click.core.ParameterSource.DEFAULT)
+    if scenarios and explicit and not Path(scenarios).is_dir():
+        raise click.BadParameter(f"{scenarios}: no such folder (without it the generated scenario tests in "
+                                 f"tests/promtool/ and tests/vmalert/ would be removed)", param_hint="--scenarios")
     try:
         plan = arts.plan(Path(catalog), config_path(config), Path(scenarios) if scenarios else None)
         if parse_with_promtool:
@@ -59,10 +105,20 @@ def promtool_parse(plan) -> None:
 SCENARIO_DIRS = ("fixtures/scenarios", "scenarios")
 
 
+def scenario_warnings(plan, scenarios) -> None:
+    if scenarios and not plan.scenarios:
+        where = f"no scenario in {scenarios}" if Path(scenarios).is_dir() else f"no scenarios folder ({', '.join(SCENARIO_DIRS)})"
+        warn(f"{where}: tests/promtool/ and tests/vmalert/ get no tests (generated ones there are removed); "
+             f"pass --scenarios DIR")
+
+
 def _default_scenarios() -> str:
     """This repository's fixtures/scenarios, else scenarios/ as `rulesgen init` lays out a GitOps repo."""
     return next((d for d in SCENARIO_DIRS if Path(d).is_dir()), SCENARIO_DIRS[-1])
 
+
+defaults_option = click.option("--defaults", is_flag=True,
+                               help=f"Render the bundled defaults without a config file (needed when there is no ./{DEFAULT_CONFIG}).")
 
 common = [
     click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/", help="Catalog directory."),

@@ -12,16 +12,22 @@ from ..catalog import bundled_catalog_dir
 from ..errors import RulesgenError
 from ..replay import run_promtool_test
 from ..tools import ToolMissing
-from .app import config_path, fail, plan_or_fail, with_common
+from .app import (check_out_folder, config_path, defaults_option, fail, placeholder_url_warnings, plan_or_fail,
+                  render_config, scenario_warnings, with_common)
 
 
 @click.command()
 @with_common
+@defaults_option
 @click.option("--out", default=".", show_default=True, help="Output root (alerts/, tests/promtool/ ...).")
-def render(catalog, config, scenarios, out):
+def render(catalog, config, scenarios, defaults, out):
     """Render every output file (all or none)."""
+    config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    check_out_folder(out, len(plan.artifacts))
     changed = arts.write_all(Path(out), plan.artifacts)
+    scenario_warnings(plan, scenarios)
+    placeholder_url_warnings(plan.settings)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
@@ -44,11 +50,15 @@ def check(catalog, config, scenarios, out):
 
 @click.command()
 @with_common
+@defaults_option
 @click.option("--out", default=".", show_default=True)
-def test(catalog, config, scenarios, out):
+def test(catalog, config, scenarios, defaults, out):
     """Render, then run promtool on every scenario test in tests/promtool/."""
+    config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios)
+    check_out_folder(out, len(plan.artifacts))
     arts.write_all(Path(out), plan.artifacts)
+    scenario_warnings(plan, scenarios)
     files = sorted(Path(out, a.path) for a in plan.artifacts if a.path.startswith("tests/promtool/"))
     if not files:
         click.echo("no scenarios found", err=True)
