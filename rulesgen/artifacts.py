@@ -281,7 +281,7 @@ def _output_error(exc: OSError, out: Path) -> OutputError:
     where = Path(failed).parent if failed else out
     if where.name.startswith(TMP_PREFIX):
         where = out
-    return OutputError(f"cannot write into {where}: {exc.strerror or exc}; nothing written")
+    return OutputError(f"cannot write into {os.path.abspath(where)}: {exc.strerror or exc}; nothing written")
 
 
 def differences(out: Path, artifacts) -> list[str]:
