@@ -161,7 +161,6 @@ TMP_PREFIX = ".rulesgen-render-"
 # Put into the temporary folder: it ignores itself, so `git add -A` never commits a folder that a
 # kill -9 (the one exit no `finally` runs on) left behind.
 TMP_GITIGNORE = "# rulesgen's temporary render folder (removed when a render ends)\n*\n"
-_replace = os.replace  # every rename of the commit phase (tests count them to interrupt at each)
 
 
 def write_all(out: Path, artifacts) -> list[str]:
@@ -243,11 +242,11 @@ def _commit(tmp: Path, staged, stale, made) -> None:
             if target.exists():
                 old = tmp / f"old-{i}"
                 _keep(target, old)
-            _replace(new, target)
+            os.replace(new, target)
             undo.append((target, old))
         for j, path in enumerate(stale):
             aside = tmp / f"stale-{j}"
-            _replace(path, aside)
+            os.replace(path, aside)
             undo.append((path, aside))
     except BaseException:
         for target, old in reversed(undo):

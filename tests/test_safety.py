@@ -13,11 +13,11 @@ import pytest
 
 from conftest import ROOT, edit, errors_of, run_cli
 
-from rulesgen.artifacts import TMP_PREFIX
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.settings import Settings
 
 COMMITTED = ROOT / "rulesgen.yaml"
+TMP_PREFIX = ".rulesgen-render-"  # rulesgen.artifacts.TMP_PREFIX (spelled out: the tests must also run on older code)
 USAGE = "Usage: rulesgen render [OPTIONS]\nTry 'rulesgen render --help' for help.\n\nError: "
 
 
@@ -257,8 +257,6 @@ def test_catalog_threshold_outside_its_range_or_without_one_and_a_zero_for_are_l
 
 INTERRUPT = """\
 import os, pathlib, signal, sys
-import rulesgen.artifacts as arts
-from rulesgen.cli import main
 phase, k, sig = os.environ["AT"], int(os.environ["K"]), getattr(signal, os.environ["SIG"])
 count = 0
 def step():
@@ -266,28 +264,31 @@ def step():
     count += 1
     if count == k:
         os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done
-if phase == "rename":
-    real = arts._replace
+if phase == "rename":  # the k-th rename of the commit phase (patched before rulesgen binds os.replace)
+    real = os.replace
     def counted(src, dst):
         real(src, dst)
         step()
-    arts._replace = counted
-else:  # the k-th file written into the temporary folder
-    real_write = pathlib.Path.write_bytes
-    def counted_write(self, data):
-        n = real_write(self, data)
-        if self.parent.name.startswith(arts.TMP_PREFIX):
-            step()
-        return n
-    pathlib.Path.write_bytes = counted_write
+    os.replace = counted
+else:  # the k-th file written as a temporary
+    def counting(write):
+        def counted_write(self, data, *args, **kwargs):
+            n = write(self, data, *args, **kwargs)
+            if self.parent.name.startswith(".rulesgen-render-") or self.name.endswith(".rulesgen-tmp"):
+                step()
+            return n
+        return counted_write
+    pathlib.Path.write_bytes = counting(pathlib.Path.write_bytes)
+    pathlib.Path.write_text = counting(pathlib.Path.write_text)
+from rulesgen.cli import main
 sys.argv = ["rulesgen", *sys.argv[1:]]
 main()
 """
 
 
-def _interrupted(folder: Path, scenarios: Path, at: str, k: int, sig: str = "SIGINT"):
+def _interrupted(folder: Path, args: list[str], at: str, k: int, sig: str = "SIGINT", script: str = INTERRUPT):
     env = {**os.environ, "AT": at, "K": str(k), "SIG": sig}
-    return subprocess.run([sys.executable, "-c", INTERRUPT, "render", "--scenarios", str(scenarios)], cwd=folder,
+    return subprocess.run([sys.executable, "-c", script, "render", *args], cwd=folder,
                           env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -299,22 +300,40 @@ outputs:
 """
 
 
-@pytest.fixture
-def old_and_new(repo, scenarios, tmp_path):
-    """(folder holding the old render, the old tree, the new tree): the new config changes every rule file
-    and drops the PrometheusRule, dashboard ConfigMap and GrafanaDashboard outputs (stale files removed)."""
+def _two_renders(repo: Path, args: list[str], tmp_path: Path):
+    """(old tree, new tree) of `render ARGS` in repo with its config, then with NEW_CONFIG: the new config
+    changes every rule file and drops the PrometheusRule, dashboard ConfigMap and GrafanaDashboard outputs
+    (their stale files are removed). repo is left with the old tree and the new config."""
     old = tree(repo)
     new_dir = tmp_path / "new"
     shutil.copytree(repo, new_dir)
     (new_dir / "rulesgen.yaml").write_text(NEW_CONFIG)
-    result = run_cli("render", "--scenarios", str(scenarios), cwd=new_dir)
+    result = run_cli("render", *args, cwd=new_dir)
     assert result.returncode == 0, result.stderr
     new = tree(new_dir)
-    assert old != {**new, "rulesgen.yaml": old["rulesgen.yaml"]}
     assert any(p.startswith("deploy/prometheus-operator/") for p in old)
     assert not any(p.startswith("deploy/prometheus-operator/") for p in new)
     (repo / "rulesgen.yaml").write_text(NEW_CONFIG)
-    return repo, {**old, "rulesgen.yaml": NEW_CONFIG.encode()}, new
+    return {**old, "rulesgen.yaml": NEW_CONFIG.encode()}, new
+
+
+@pytest.fixture
+def old_and_new(repo, scenarios, tmp_path):
+    """The bundled catalog with a scenario: (folder, old tree, new tree, render arguments)."""
+    args = ["--scenarios", str(scenarios)]
+    return (repo, *_two_renders(repo, args, tmp_path), args)
+
+
+@pytest.fixture
+def small_old_and_new(minimal_catalog, tmp_path):
+    """The same on the one-mode test catalog (a render in a second: every commit step can be interrupted)."""
+    repo = tmp_path / "small"
+    repo.mkdir()
+    shutil.copy(COMMITTED, repo / "rulesgen.yaml")
+    (tmp_path / "no-scenarios").mkdir()
+    args = ["--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "no-scenarios")]
+    assert run_cli("render", *args, cwd=repo).returncode == 0
+    return (repo, *_two_renders(repo, args, tmp_path), args)
 
 
 def _commit_steps(repo: Path, old: dict, new: dict) -> int:
@@ -330,28 +349,40 @@ def _reset(repo: Path, old: dict) -> None:
         (repo / rel).write_bytes(data)
 
 
-@pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_an_interrupt_at_every_step_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(old_and_new, scenarios, sig, code):
-    repo, old, new = old_and_new
+def _check_interrupted_commit(repo, old, new, args, k, sig, code):
+    steps = _commit_steps(repo, old, new)
+    _reset(repo, old)
+    result = _interrupted(repo, args, "rename", k, sig)
+    assert result.returncode == code, (k, result.stderr)
+    assert result.stderr.splitlines()[-1] == (
+        f"rulesgen: interrupted by {sig}; the render had finished: {steps} file(s) changed in ."), k
+    assert tree(repo) == new, f"interrupted after rename {k} of {steps}: not the new tree"
+    assert temporaries(repo) == [], k
+
+
+def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(small_old_and_new):
+    repo, old, new, args = small_old_and_new
     steps = _commit_steps(repo, old, new)
     assert steps > 20
-    ks = range(1, steps + 1) if sig == "SIGINT" else (1, steps // 2, steps)
-    for k in ks:
-        _reset(repo, old)
-        result = _interrupted(repo, scenarios, "rename", k, sig)
-        assert result.returncode == code, (k, result.stderr)
-        assert result.stderr.splitlines() == [
-            f"rulesgen: interrupted by {sig}; the render had finished: {steps} file(s) changed in ."], k
-        assert tree(repo) == new, f"interrupted after rename {k} of {steps}: not the new tree"
-        assert temporaries(repo) == [], k
+    for k in range(1, steps + 1):
+        _check_interrupted_commit(repo, old, new, args, k, "SIGINT", 130)
 
 
-def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new, scenarios):
-    repo, old, new = old_and_new
+@pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, sig, code):
+    repo, old, new, args = old_and_new
+    steps = _commit_steps(repo, old, new)
+    assert any(p.startswith("tests/promtool/") for p in new) and steps > 40
+    for k in (1, steps // 2, steps):
+        _check_interrupted_commit(repo, old, new, args, k, sig, code)
+
+
+def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new):
+    repo, old, new, args = old_and_new
     written = len({p for p in new if old.get(p) != new[p]})
     for k in (1, 2, written):
         _reset(repo, old)
-        result = _interrupted(repo, scenarios, "stage", k)
+        result = _interrupted(repo, args, "stage", k)
         assert result.returncode == 130, result.stderr
         assert result.stderr.splitlines() == ["rulesgen: interrupted by SIGINT; nothing written into ."]
         assert tree(repo) == old
@@ -367,35 +398,34 @@ def test_ctrl_c_before_the_render_writes_exits_130_with_one_line(tmp_path):
     assert tree(tmp_path) == {}
 
 
-def test_a_failed_rename_mid_commit_undoes_every_step(old_and_new, scenarios):
-    repo, old, new = old_and_new
+def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new):
+    repo, old, new, args = small_old_and_new
     script = INTERRUPT.replace("        os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done",
                                "        raise PermissionError(13, 'Permission denied', str(dst_of[0]))")
     script = script.replace("        real(src, dst)\n        step()", "        dst_of[:] = [dst]\n        step()\n        real(src, dst)")
+    assert "dst_of[:] = [dst]" in script
     script = script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
     steps = _commit_steps(repo, old, new)
     for k in (1, steps // 2, steps):
         _reset(repo, old)
-        env = {**os.environ, "AT": "rename", "K": str(k), "SIG": "SIGINT"}
-        result = subprocess.run([sys.executable, "-c", script, "render", "--scenarios", str(scenarios)], cwd=repo, env=env,
-                                capture_output=True, text=True, timeout=300)
+        result = _interrupted(repo, args, "rename", k, script=script)
         assert result.returncode == 1, result.stderr
-        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: cannot write into "), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: cannot write into {repo}"), result.stderr
         assert result.stderr.endswith(": Permission denied; nothing written\n")
         assert tree(repo) == old, k
         assert temporaries(repo) == []
 
 
-def test_a_temporary_folder_a_kill_9_leaves_behind_is_ignored_by_git(old_and_new, scenarios):
+def test_a_temporary_folder_a_kill_9_leaves_behind_is_ignored_by_git(small_old_and_new):
     """SIGKILL cannot be caught: the temporary folder survives, but it ignores itself (its own .gitignore)."""
-    repo, old, new = old_and_new
+    repo, old, new, args = small_old_and_new
     git = shutil.which("git")
     if git is None:
         pytest.skip("git not installed")
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "old"]):
         subprocess.run([git, *cmd], cwd=repo, env=env, check=True, capture_output=True)
-    result = _interrupted(repo, scenarios, "rename", 3, "SIGKILL")
+    result = _interrupted(repo, args, "rename", 3, "SIGKILL")
     assert result.returncode == -signal.SIGKILL
     assert [p.name for p in repo.iterdir() if p.name.startswith(TMP_PREFIX)], "expected a leftover temporary folder"
     subprocess.run([git, "add", "-A"], cwd=repo, env=env, check=True)
