@@ -165,22 +165,20 @@ TMP_GITIGNORE = "# rulesgen's temporary render folder (removed when a render end
 
 def write_all(out: Path, artifacts) -> list[str]:
     """All or nothing, even when interrupted. Every new file is written into one temporary folder in
-    `out` first (nothing in the tree changes until all of them are on disk); then, with SIGINT and
+    `out` first (nothing in the tree changes until all of them are on disk; a target folder on another
+    filesystem gets its own); then, with SIGINT and
     SIGTERM held back, each changed file is renamed into place (one atomic rename per file; a hard link
     of the old version is kept) and stale generated files are moved aside. If a rename fails, every
     step is undone. The temporary folder is removed on every exit path; an interrupt that arrived
     during the commit is raised after it (`exc.rulesgen_outcome` says what was written)."""
     out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=out))
-    except OSError as exc:
-        raise _output_error(exc, out) from None
+    temps = _Temps()
     made: list[Path] = []
     try:
         try:
-            (tmp / ".gitignore").write_text(TMP_GITIGNORE, encoding="utf-8")
-            staged = _stage(out, tmp, artifacts, made)
+            out.mkdir(parents=True, exist_ok=True)
+            temps.on(out)  # the first write: an output folder that cannot be written fails here
+            staged = _stage(out, temps, artifacts, made)
             stale = _stale(out, artifacts)
         except BaseException as exc:
             _remove_folders(made)
@@ -193,10 +191,10 @@ def write_all(out: Path, artifacts) -> list[str]:
         try:
             with interrupts.deferred():
                 try:
-                    _commit(tmp, staged, stale, made)
+                    _commit(temps, staged, stale, made)
                     committed = True
                 finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
+                    temps.remove()
         except KeyboardInterrupt as exc:
             if committed:
                 exc.rulesgen_outcome = f"the render had finished: {len(changed)} file(s) changed in {out}"
@@ -210,12 +208,32 @@ def write_all(out: Path, artifacts) -> list[str]:
         raise
     finally:
         with interrupts.deferred():
+            temps.remove()
+
+
+class _Temps:
+    """The temporary folder of a render: one in `out`, and one more per other filesystem a target folder
+    is on (a symlinked dashboards/ ...), since a rename is atomic only within one filesystem."""
+
+    def __init__(self):
+        self.by_device: dict[int, Path] = {}
+
+    def on(self, folder: Path) -> Path:
+        device = os.stat(folder).st_dev
+        if device not in self.by_device:
+            tmp = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder))
+            self.by_device[device] = tmp
+            (tmp / ".gitignore").write_text(TMP_GITIGNORE, encoding="utf-8")
+        return self.by_device[device]
+
+    def remove(self) -> None:
+        for tmp in self.by_device.values():
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _stage(out: Path, tmp: Path, artifacts, made: list[Path]) -> list[tuple[Path, Path]]:
-    """Writes each changed artifact as tmp/new-N; returns (staged file, target) pairs; `made` gets the
-    folders it created."""
+def _stage(out: Path, temps: _Temps, artifacts, made: list[Path]) -> list[tuple[Path, Path]]:
+    """Writes each changed artifact as new-N in the temporary folder on its target's filesystem; returns
+    (staged file, target) pairs; `made` gets the folders it created."""
     staged = []
     for i, a in enumerate(artifacts):
         target = out / a.path
@@ -226,13 +244,13 @@ def _stage(out: Path, tmp: Path, artifacts, made: list[Path]) -> list[tuple[Path
             if not (out / parent).is_dir():
                 (out / parent).mkdir()
                 made.append(out / parent)
-        new = tmp / f"new-{i}"
+        new = temps.on(target.parent) / f"new-{i}"
         new.write_bytes(data)
         staged.append((new, target))
     return staged
 
 
-def _commit(tmp: Path, staged, stale, made) -> None:
+def _commit(temps: _Temps, staged, stale, made) -> None:
     """Renames every staged file into place and moves stale files aside; on an error, undoes each step
     in reverse (the old versions are hard links in tmp) and removes the folders it made."""
     undo: list[tuple[Path, Path | None]] = []  # (target, its old version or None when it was new)
@@ -240,12 +258,12 @@ def _commit(tmp: Path, staged, stale, made) -> None:
         for i, (new, target) in enumerate(staged):
             old = None
             if target.exists():
-                old = tmp / f"old-{i}"
+                old = new.parent / f"old-{i}"
                 _keep(target, old)
             os.replace(new, target)
             undo.append((target, old))
         for j, path in enumerate(stale):
-            aside = tmp / f"stale-{j}"
+            aside = temps.on(path.parent) / f"stale-{j}"
             os.replace(path, aside)
             undo.append((path, aside))
     except BaseException:
@@ -275,11 +293,11 @@ def _keep(target: Path, old: Path) -> None:
 
 
 def _output_error(exc: OSError, out: Path) -> OutputError:
-    """Names the folder that could not be written (the output folder for the temporary one)."""
+    """Names the folder that could not be written (for a temporary folder, the folder it is in)."""
     failed = exc.filename2 or exc.filename
     where = Path(failed).parent if failed else out
     if where.name.startswith(TMP_PREFIX):
-        where = out
+        where = where.parent
     return OutputError(f"cannot write into {os.path.abspath(where)}: {exc.strerror or exc}; nothing written")
 
 

@@ -176,7 +176,7 @@ def _extra_labels(top: Fields, errors: Collector, kwargs: dict) -> tuple[tuple[s
     contract = Settings(**{k: v for k, v in kwargs.items() if k.endswith("_label")}).contract_labels
     out = []
     for key, value in pairs:
-        if not re.fullmatch(_LABEL, key):
+        if not re.fullmatch(_LABEL, str(key)):
             errors.add(node.key_where.get(key, top.at("extra_labels")), "bad-value", f"extra_labels: {key!r} is not a label name")
         elif key in contract:
             errors.add(node.key_where.get(key, top.at("extra_labels")), "contract-label",
