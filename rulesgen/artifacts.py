@@ -165,12 +165,12 @@ TMP_GITIGNORE = "# rulesgen's temporary render folder (removed when a render end
 
 def write_all(out: Path, artifacts) -> list[str]:
     """All or nothing, even when interrupted. Every new file is written into one temporary folder in
-    `out` first (nothing in the tree changes until all of them are on disk; a target folder on another
-    filesystem gets its own); then, with SIGINT and
-    SIGTERM held back, each changed file is renamed into place (one atomic rename per file; a hard link
-    of the old version is kept) and stale generated files are moved aside. If a rename fails, every
-    step is undone. The temporary folder is removed on every exit path; an interrupt that arrived
-    during the commit is raised after it (`exc.rulesgen_outcome` says what was written)."""
+    `out` first (a target folder on another filesystem gets its own): nothing in the tree changes until
+    all of them are on disk. Then, with SIGINT and SIGTERM held back, each changed file is renamed into
+    place (one atomic rename per file; a hard link of the old version is kept) and stale generated files
+    are moved aside; if a rename fails, every step is undone. The temporary folders are removed on every
+    exit path; an interrupt that arrived during the commit is raised after it (`exc.rulesgen_outcome`
+    says what was written)."""
     out = Path(out)
     temps = _Temps()
     made: list[Path] = []
