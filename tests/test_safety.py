@@ -398,6 +398,20 @@ def test_ctrl_c_before_the_render_writes_exits_130_with_one_line(tmp_path):
     assert tree(tmp_path) == {}
 
 
+def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(tmp_path):
+    script = ("import os, signal, sys\n"
+              "class Hook:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'rulesgen.cli.replay':\n"
+              "            os.kill(os.getpid(), signal.SIGINT)\n"
+              "        return None\n"
+              "sys.meta_path.insert(0, Hook())\n"
+              "from rulesgen.cli import main\n"
+              "print('not interrupted')\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "rulesgen: interrupted by SIGINT\n")
+
+
 def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new):
     repo, old, new, args = small_old_and_new
     script = INTERRUPT.replace("        os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done",
