@@ -34,11 +34,20 @@ def list_cmd(catalog, config, counters_file, job_file):
                 inactive[fm.id] = f"no input: {job_file} exports no {' / '.join(missing)}"
     enabled = parse_counters(Path(counters_file).read_text()) if counters_file else None
     report = coverage(plan.catalog, plan.rules, enabled) if enabled is not None else {}
+    # Against dcgm-exporter's default counters (catalog/metrics.yaml `default_enabled`): which active modes
+    # a stock exporter leaves blind until the counters in exporter/ are deployed.
+    stock = coverage(plan.catalog, plan.rules, {m.name for m in plan.catalog.metrics if m.default_enabled})
     click.echo("FAILURE MODES")
+    opt_in = []
     for fm in plan.catalog.failure_modes:
         state = f"inactive: {inactive[fm.id]}" if fm.id in inactive else "active"
         if fm.id in report and report[fm.id].state != "covered":
             state = report[fm.id].describe()
+        elif enabled is None and fm.id not in inactive and stock[fm.id].state == "blind":
+            state = "active, needs opt-in counters (exporter/)"
+            opt_in.append(fm.id)
+        elif enabled is None and fm.id not in inactive and stock[fm.id].state == "partial":
+            state = "active, some signals need opt-in counters (exporter/)"
         prof = " [needs profiling]" if fm.needs_profiling else ""
         if fm.job_metrics and fm.id not in inactive:  # optional input: quiet for jobs that do not export it
             names = ", ".join(jobmetrics.input_names(plan.settings, fm.job_metrics))
@@ -55,6 +64,11 @@ def list_cmd(catalog, config, counters_file, job_file):
         click.echo(f"\n{counters_file}: {len(blind)} failure mode(s) blind: {', '.join(blind) or 'none'}")
         click.echo("render exporter/dcgm-counters.csv (make render) for a counters file that enables every field the rules read")
         return
+    if opt_in:
+        click.echo(f"\nopt-in counters: dcgm-exporter's default counters leave {', '.join(opt_in)} blind. Deploy the counters "
+                   "rulesgen renders in exporter/ first (Helm chart: dcgm-exporter-values.yaml; GPU Operator: "
+                   "gpu-operator-dcgm-metrics-configmap.yaml + gpu-operator-clusterpolicy-patch.yaml); "
+                   "`rulesgen list --counters FILE` checks your own file.")
     click.echo("\nMETRICS")
     for m in plan.catalog.metrics:
         flags = ", ".join(x for x in ("profiling" if m.profiling else "", "default" if m.default_enabled else "opt-in") if x)

@@ -25,6 +25,29 @@ def render(catalog, config, scenarios, out):
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
+    _update_lock(Path(out))
+
+
+def _update_lock(root: Path) -> None:
+    """A repository with rulesgen.lock records the rulesgen that rendered it (only there: no lock, no pin)."""
+    from .. import lock
+    pin, now = lock.pinned(root), lock.installed()
+    if pin is None or pin == now:
+        return
+    lock.write(root)
+    click.echo(f"warning: rulesgen.lock pinned {pin[0]}=={pin[1]}; rendered with {now[0]}=={now[1]} and updated the "
+               "lock. Commit it with the outputs (an upgrade for everyone), or install the pinned version and "
+               "render again.", err=True)
+
+
+def lock_mismatch(root: Path) -> str | None:
+    from .. import lock
+    pin, now = lock.pinned(root), lock.installed()
+    if pin is None or pin == now:
+        return None
+    return (f"error: rulesgen.lock pins {pin[0]}=={pin[1]} but {now[0]}=={now[1]} is installed: its render may differ. "
+            f"Run `python -m pip install -r {root / lock.LOCK}` (what CI runs), or upgrade on purpose with "
+            "`make render` and commit the outputs with the new lock.")
 
 
 @click.command()
@@ -34,6 +57,11 @@ def check(catalog, config, scenarios, out):
     """Fail when the committed outputs differ from a fresh render."""
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
     diffs = arts.differences(Path(out), plan.artifacts)
+    mismatch = lock_mismatch(Path(out))
+    if mismatch:
+        click.echo(mismatch, err=True)
+        if not diffs:
+            sys.exit(1)
     if diffs:
         for d in diffs:
             click.echo(d, err=True)
@@ -67,13 +95,19 @@ def test(catalog, config, scenarios, out):
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def init(directory, force):
     """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
-    from ..init import scaffold
-    written, skipped = scaffold(Path(directory), force)
+    from ..init import NEXT_STEPS, scaffold
+    written, skipped, notes = scaffold(Path(directory), force)
     for rel in written:
-        click.echo(f"wrote {Path(directory, rel)}")
+        click.echo(f"wrote {rel}")
     for rel in skipped:
-        click.echo(f"kept existing {Path(directory, rel)} (use --force to overwrite)")
-    click.echo("next: cd into it, run `make render`, commit, and let CI run `make test`")
+        click.echo(f"kept existing {rel} (use --force to overwrite)")
+    for note in notes:
+        click.echo(f"note: {note}")
+    where = "" if directory == "." else f"cd {directory}, "
+    click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock too); CI runs `make check`, "
+               "lint and the engines.\nThen, in this order:")
+    for i, step in enumerate(NEXT_STEPS, 1):
+        click.echo(f"  {i}. {step}")
 
 
 @click.command()
