@@ -137,11 +137,10 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
         conf(f"  {g}: {{enabled: {_scalar(g not in s.disabled_groups)}}}")
     gap()
     prose("Every failure mode with its catalog defaults (`rulesgen explain ID` gives each threshold's source).",
-          "severity: remap a severity, e.g. {warning: info}.")
+          "Also per mode: enabled: false (or true, to keep it in a disabled group); severity: remap one, e.g. {warning: info}.")
     conf("failure_modes:")
     for fm in catalog.failure_modes:
         conf(f"  {fm.id}:")
-        conf("    enabled: true")
         fors = {a.for_seconds for a in fm.alerts}
         if len(fors) == 1:
             conf(f"    for: {format_duration(fors.pop())}")
