@@ -120,7 +120,7 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
     name = rule.get("alert") or rule.get("record") or "?"
     expr = str(rule.get("expr", ""))
     at_expr = where_of(rule, "expr")
-    line = at_expr.line
+    line = at_expr.line  # add(code, message, line) still works: a line number, column 1
 
     def add(code, message, at: int | Where | None = None):
         """at: a Where (line and column), a line number, or None for the rule's expr."""

@@ -292,3 +292,24 @@ def test_explain_shows_catalog_paths_relative_to_the_catalog_folder(tmp_path):
     shutil.copytree(ROOT / "catalog", mine)
     result = run_cli("explain", "thermal_throttling", "--catalog", str(mine), cwd=elsewhere)
     assert str(tmp_path) not in result.stdout and "team-catalog/failure_modes.yaml:" in result.stdout
+
+
+def test_docs_list_every_lint_check_with_its_severity_and_contract():
+    """docs/cli.md's table is the users' reference: every check of rulesgen/lint.py, as declared."""
+    from rulesgen.lint import CHECKS
+    rows = {}
+    for line in (ROOT / "docs" / "cli.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) == 4:
+            for code in re.findall(r"`([a-z-]+)`", cells[0]):
+                rows[code] = (cells[1], cells[2] == "yes")
+    assert rows == {c.code: (c.severity, c.contract) for c in CHECKS.values()}
+
+
+def test_backfill_progress_follows_git():
+    """Progress on a terminal by default, -q silences it even with --progress, --progress forces it in a pipe
+    (the lines themselves: tests/test_backfill.py against real servers)."""
+    from rulesgen.cli.backfill import _progress
+    assert sys.stderr.isatty() or _progress(None, False) is None
+    assert _progress(True, True) is None and _progress(False, False) is None
+    assert callable(_progress(True, False))
