@@ -78,7 +78,7 @@ out_option = click.option("--out", default=".", show_default=True, metavar="DIR"
 diff_option = click.option("--diff", "show_diff", is_flag=True,
                            help="Print a unified diff of the files a render would change (a/ on disk, b/ rendered).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-                             help="text for people; json: one document on stdout, keys sorted (README \"Commands\").")
+                             help="text for people; json: one document on stdout, keys sorted (shapes: docs/cli.md).")
 common = [catalog_option, config_option, scenarios_option]
 
 
@@ -93,8 +93,8 @@ def emit_json(doc) -> None:
     click.echo(json.dumps(doc, sort_keys=True, indent=2), color=False)
 
 
-SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
-_SEVERITY = re.compile(r": (error|warning|info)\[")
+SEVERITY_COLOURS = {"error": "red", "warning": "yellow"}
+_SEVERITY = re.compile(r": (error|warning)\[")
 
 
 def styled(line: str) -> str:
