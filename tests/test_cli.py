@@ -159,6 +159,10 @@ def test_check_json(edited):
     assert sorted((c["path"], c["state"]) for c in doc["changes"]) == [
         ("alerts/prometheus/health.yaml", "differs"), ("runbooks/gpu-lost.md", "missing"),
         ("runbooks/old-mode.md", "stale")]
+    assert all("diff" not in c for c in doc["changes"])
+    with_diff = as_json(run_cli("check", "--out", str(edited), "--format", "json", "--diff"))
+    health = next(c for c in with_diff["changes"] if c["path"] == "alerts/prometheus/health.yaml")
+    assert health["diff"].startswith("--- a/alerts/prometheus/health.yaml\n+++ b/alerts/prometheus/health.yaml\n")
 
 
 def test_list_json():
