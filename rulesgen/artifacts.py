@@ -165,12 +165,38 @@ def write_all(out: Path, artifacts) -> list[str]:
 
 
 def differences(out: Path, artifacts) -> list[str]:
-    diffs = []
+    words = {"missing": "missing", "differs": "differs from a fresh render", "stale": "stale (no longer generated)"}
+    return [f"{c.path}: {words[c.state]}" for c in changes(out, artifacts)]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A file a render would change: missing (created), differs (rewritten) or stale (removed)."""
+    path: str
+    state: str
+    old: str  # on disk ("" when missing)
+    new: str  # rendered ("" when stale)
+
+
+def changes(out: Path, artifacts) -> list[Change]:
+    found = []
     for a in artifacts:
         p = out / a.path
         if not p.exists():
-            diffs.append(f"{a.path}: missing")
-        elif p.read_text(encoding="utf-8") != a.text:
-            diffs.append(f"{a.path}: differs from a fresh render")
-    diffs += [f"{p.relative_to(out).as_posix()}: stale (no longer generated)" for p in _stale(out, artifacts)]
-    return diffs
+            found.append(Change(a.path, "missing", "", a.text))
+        else:
+            text = p.read_text(encoding="utf-8")
+            if text != a.text:
+                found.append(Change(a.path, "differs", text, a.text))
+    found += [Change(p.relative_to(out).as_posix(), "stale", p.read_text(encoding="utf-8", errors="replace"), "")
+              for p in _stale(out, artifacts)]
+    return found
+
+
+def unified_diff(change: Change) -> str:
+    """`diff -u` of one change, a/ the file on disk and b/ the render (/dev/null for created/removed)."""
+    import difflib
+    old = "/dev/null" if change.state == "missing" else f"a/{change.path}"
+    new = "/dev/null" if change.state == "stale" else f"b/{change.path}"
+    lines = difflib.unified_diff(change.old.splitlines(keepends=True), change.new.splitlines(keepends=True), old, new)
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)

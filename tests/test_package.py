@@ -111,6 +111,10 @@ def test_installed_cli_inits_renders_checks_lists_and_explains(wheel, installed,
     assert "ecc_uncorrectable" in listing and "DCGM_FI_DEV_GPU_TEMP" in listing
     explain = _ok(_run([bin_dir / "rulesgen", "explain", "ecc_uncorrectable"], cwd=gitops, env=env)).stdout
     assert "THRESHOLDS" in explain and "RUNBOOK" in explain
+    assert "site-packages" not in explain and "catalog/failure_modes.yaml:" in explain  # catalog paths, not the install's
+    import tomllib
+    release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _ok(_run([bin_dir / "rulesgen", "--version"], cwd=gitops, env=env)).stdout == f"rulesgen {release}\n"
 
 
 def test_make_check_lint_and_amtool_pass_as_the_generated_ci_runs_them(installed, gitops):

@@ -8,19 +8,35 @@ from pathlib import Path
 import click
 
 from .. import artifacts as arts
-from ..catalog import bundled_catalog_dir
 from ..errors import RulesgenError
 from ..replay import run_promtool_test
 from ..tools import ToolMissing
-from .app import config_path, fail, plan_or_fail, with_common
+from .app import (catalog_option, config_option, config_path, diff_option, emit_json, error, fail, format_option,
+                  out_option, plan_or_fail, styled, with_common)
+
+
+def _print_diff(changes) -> None:
+    """Unified diffs on stdout, +/- lines coloured on a terminal."""
+    colours = {"+": "green", "-": "red", "@": "cyan"}
+    for change in changes:
+        for line in arts.unified_diff(change).splitlines():
+            head = line.startswith(("+++", "---"))
+            click.echo(click.style(line, bold=True) if head else
+                       click.style(line, fg=colours[line[0]]) if line[:1] in colours else line)
 
 
 @click.command()
 @with_common
-@click.option("--out", default=".", show_default=True, help="Output root (alerts/, tests/promtool/ ...).")
-def render(catalog, config, scenarios, out):
-    """Render every output file (all or none)."""
+@out_option
+@diff_option
+def render(catalog, config, scenarios, out, show_diff):
+    """Render every output file (all or none). --diff: write nothing, print what would change."""
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    if show_diff:
+        changes = arts.changes(Path(out), plan.artifacts)
+        _print_diff(changes)
+        click.echo(f"dry run: {len(changes)} of {len(plan.artifacts)} files would change in {out}; nothing written", err=True)
+        return
     changed = arts.write_all(Path(out), plan.artifacts)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
@@ -45,25 +61,34 @@ def lock_mismatch(root: Path) -> str | None:
     pin, now = lock.pinned(root), lock.installed()
     if pin is None or pin == now:
         return None
-    return (f"error: rulesgen.lock pins {pin[0]}=={pin[1]} but {now[0]}=={now[1]} is installed: its render may differ. "
+    return (f"rulesgen.lock pins {pin[0]}=={pin[1]} but {now[0]}=={now[1]} is installed: its render may differ. "
             f"Run `python -m pip install -r {root / lock.LOCK}` (what CI runs), or upgrade on purpose with "
             "`make render` and commit the outputs with the new lock.")
 
 
 @click.command()
 @with_common
-@click.option("--out", default=".", show_default=True)
-def check(catalog, config, scenarios, out):
-    """Fail when the committed outputs differ from a fresh render."""
+@out_option
+@diff_option
+@format_option
+def check(catalog, config, scenarios, out, show_diff, fmt):
+    """Fail (exit 1) when the committed outputs differ from a fresh render; --diff shows how."""
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
-    diffs = arts.differences(Path(out), plan.artifacts)
+    changes = arts.changes(Path(out), plan.artifacts)
     mismatch = lock_mismatch(Path(out))
+    if fmt == "json":
+        emit_json({"files": len(plan.artifacts), "up_to_date": not changes, "lock_mismatch": mismatch,
+                   "changes": [{"path": c.path, "state": c.state, **({"diff": arts.unified_diff(c)} if show_diff else {})}
+                               for c in changes]})
+        sys.exit(1 if changes or mismatch else 0)
     if mismatch:
-        click.echo(mismatch, err=True)
-        if not diffs:
+        error(mismatch)
+        if not changes:
             sys.exit(1)
-    if diffs:
-        for d in diffs:
+    if changes:
+        if show_diff:
+            _print_diff(changes)
+        for d in arts.differences(Path(out), plan.artifacts):
             click.echo(d, err=True)
         click.echo("outputs are stale: run `make render` and commit the result", err=True)
         sys.exit(1)
@@ -72,7 +97,7 @@ def check(catalog, config, scenarios, out):
 
 @click.command()
 @with_common
-@click.option("--out", default=".", show_default=True)
+@out_option
 def test(catalog, config, scenarios, out):
     """Render, then run promtool on every scenario test in tests/promtool/."""
     plan = plan_or_fail(catalog, config, scenarios)
@@ -84,7 +109,7 @@ def test(catalog, config, scenarios, out):
     try:
         rc, output = run_promtool_test(files)
     except ToolMissing as exc:
-        click.echo(f"error: {exc}", err=True)
+        error(str(exc))
         sys.exit(1)
     click.echo(output.rstrip())
     sys.exit(0 if rc == 0 else 1)
@@ -112,9 +137,16 @@ def init(directory, force):
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-@click.option("--config", default=None)
-def lint(files, config):
-    """Offline checks of rendered rule FILES (default alerts/prometheus/*.yaml), in the manner of pint."""
+@config_option
+@click.option("--contract", is_flag=True,
+              help="Also hold rule files rulesgen did not generate to rulesgen's contract (labels severity, "
+                   "failure_mode, action; annotations summary, description, runbook_url, dashboard_url).")
+@format_option
+def lint(files, config, contract, fmt):
+    """Offline checks of rule FILES (default alerts/prometheus/*.yaml), in the manner of pint.
+
+    Rate windows, `for`, long raw windows and instant reads of slow records apply to every file; the
+    rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract."""
     from ..lint import lint_files
     try:
         from ..settings import load_settings
@@ -122,10 +154,15 @@ def lint(files, config):
     except RulesgenError as exc:
         fail(exc)
     paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
-    findings = lint_files(paths, settings.scrape_interval)
-    for f in findings:
-        click.echo(str(f))
-    click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
+    findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None)
+    if fmt == "json":
+        emit_json({"files": [str(p) for p in paths],
+                   "findings": [{"path": f.path, "line": f.line, "col": f.col, "severity": f.severity, "code": f.code,
+                                 "message": f.message} for f in findings]})
+    else:
+        for f in findings:
+            click.echo(styled(str(f)))
+        click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
     sys.exit(1 if findings else 0)
 
 
@@ -133,17 +170,24 @@ def lint(files, config):
 @click.option("--grafana-url", required=True, help="Grafana base URL, e.g. https://grafana.example.com")
 @click.option("--folder", default=None, help="Grafana folder (default: dashboards.folder in rulesgen.yaml, else GPU).")
 @click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per HTTP request.")
-@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
-@click.option("--config", default=None)
-def push_cmd(grafana_url, folder, timeout, catalog, config):
+@click.option("--insecure-http", is_flag=True,
+              help="Allow a plain http:// Grafana URL: the token then crosses the network in clear text.")
+@catalog_option
+@config_option
+def push_cmd(grafana_url, folder, timeout, insecure_http, catalog, config):
     """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
     import json
 
     from ..conventions import folder_uid
-    from ..push import PushError, push
+    from ..push import PushError, check_url, push
+    try:
+        check_url(grafana_url, insecure_http)
+    except PushError as exc:
+        error(str(exc))
+        sys.exit(2)
     token = os.environ.get("GRAFANA_TOKEN", "")
     if not token:
-        click.echo("error: GRAFANA_TOKEN is not set: export a Grafana service-account token with Editor rights", err=True)
+        error("GRAFANA_TOKEN is not set: export a Grafana service-account token with Editor rights")
         sys.exit(2)
     plan = plan_or_fail(catalog, config, None)
     dashboards = [json.loads(a.text) for a in plan.artifacts if a.path.startswith("dashboards/") and a.path.endswith(".json")]
@@ -151,7 +195,7 @@ def push_cmd(grafana_url, folder, timeout, catalog, config):
     try:
         pushed = push(grafana_url, token, dashboards, folder, folder_uid(folder), timeout)
     except PushError as exc:
-        click.echo(f"error: {exc}", err=True)
+        error(str(exc))
         sys.exit(1)
     for d in pushed:
         click.echo(f"  {d.uid}  {d.title:<20} version {d.version}  {d.url}")
