@@ -17,17 +17,21 @@ FILES = {
 }
 
 # What to do after `init`, in order: the exporter's counters first, or the critical modes are blind.
-NEXT_STEPS = (
-    "deploy the exporter counters the rules read, from exporter/ (dcgm-exporter's default counters leave "
-    "ecc_uncorrectable, ecc_correctable_rate, nvlink_errors, dcgm_health and low_occupancy blind): "
-    "Helm chart: exporter/dcgm-exporter-values.yaml (or the metrics ConfigMap); GPU Operator: "
-    "exporter/gpu-operator-dcgm-metrics-configmap.yaml + exporter/gpu-operator-clusterpolicy-patch.yaml",
-    "deploy the rules: deploy/prometheus-operator/ (PrometheusRule) or deploy/victoriametrics-operator/ (VMRule), "
-    "enabled under outputs: in rulesgen.yaml, or the plain files in alerts/prometheus/",
-    "merge alertmanager/rulesgen.yaml (route and inhibit_rules) into your Alertmanager config",
-    "dashboards: deploy/grafana-dashboards/ or deploy/grafana-operator/ (outputs: in rulesgen.yaml), "
-    "dashboards/*.json, or `rulesgen push`",
-)
+def next_steps(catalog) -> tuple[str, ...]:
+    defaults = {m.name for m in catalog.metrics if m.default_enabled}
+    blind = [fm.id for fm in catalog.failure_modes
+             if fm.metrics and not any(catalog.metric(n).name in defaults for n in fm.metrics)]
+    return (
+        "deploy the exporter counters the rules read, from exporter/ (dcgm-exporter's default counters leave "
+        f"{', '.join(blind) or 'no failure mode'} blind): Helm chart: exporter/dcgm-exporter-values.yaml (or the "
+        "metrics ConfigMap); GPU Operator: exporter/gpu-operator-dcgm-metrics-configmap.yaml + "
+        "exporter/gpu-operator-clusterpolicy-patch.yaml",
+        "deploy the rules: deploy/prometheus-operator/ (PrometheusRule) or deploy/victoriametrics-operator/ (VMRule), "
+        "enabled under outputs: in rulesgen.yaml, or the plain files in alerts/prometheus/",
+        "merge alertmanager/rulesgen.yaml (route and inhibit_rules) into your Alertmanager config",
+        "dashboards: deploy/grafana-dashboards/ or deploy/grafana-operator/ (outputs: in rulesgen.yaml), "
+        "dashboards/*.json, or `rulesgen push`",
+    )
 
 
 def template_text(name: str) -> str:

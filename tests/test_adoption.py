@@ -118,6 +118,10 @@ def test_init_prints_the_adoption_steps_in_order(tmp_path):
     assert tail.index("exporter/") < tail.index("PrometheusRule") < tail.index("alertmanager/rulesgen.yaml") \
         < tail.index("dashboards")
     assert "gpu-operator-clusterpolicy-patch.yaml" in tail
+    # step 1 names the same blind modes `rulesgen list` marks (both from the catalog's default_enabled)
+    listing = run_cli("list").stdout.split("METRICS")[0]
+    marked = [line.split()[0] for line in listing.splitlines() if "needs opt-in counters (exporter/)" in line]
+    assert f"default counters leave {', '.join(marked)} blind" in tail
 
 
 # ---- make tools: every download checked against its release's sums ---------------------------------------

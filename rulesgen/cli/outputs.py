@@ -120,7 +120,8 @@ def test(catalog, config, scenarios, out):
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def init(directory, force):
     """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
-    from ..init import NEXT_STEPS, scaffold
+    from ..catalog import bundled_catalog_dir, load_catalog
+    from ..init import next_steps, scaffold
     written, skipped, notes = scaffold(Path(directory), force)
     for rel in written:
         click.echo(f"wrote {rel}")
@@ -131,7 +132,7 @@ def init(directory, force):
     where = "" if directory == "." else f"cd {directory}, "
     click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock too); CI runs `make check`, "
                "lint and the engines.\nThen, in this order:")
-    for i, step in enumerate(NEXT_STEPS, 1):
+    for i, step in enumerate(next_steps(load_catalog(bundled_catalog_dir())), 1):
         click.echo(f"  {i}. {step}")
 
 
