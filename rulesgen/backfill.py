@@ -18,6 +18,7 @@ day (the daily sums: one evaluation at each midnight).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,29 +94,49 @@ def _run(cmd: list[str]) -> None:
         raise BackfillError(processes.failure(result))
 
 
-def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promtool: str) -> None:
-    """Blocks into out_dir. The span's end is a whole hour; evaluations run to the end of that hour
-    so that a span ending at midnight includes that midnight's daily sums."""
+Progress = Callable[[int, int, str], None]  # (step done, steps, what): one call per finished step
+
+
+def days_of(span: Span) -> list[int]:
+    """The midnights from span.start through span.end: one backfill step each."""
+    return list(range(span.start, span.end + 1, DAY))
+
+
+def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promtool: str,
+               progress: Progress | None = None) -> None:
+    """Blocks into out_dir, one promtool run per day (each writes that day's blocks; the runs' ranges
+    do not overlap). The span's end is a whole hour; evaluations run to the end of that hour so that a
+    span ending at midnight includes that midnight's daily sums."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    days = days_of(span)
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_files(files, Path(tmp))
-        _run([promtool, "tsdb", "create-blocks-from", "rules", "--url", url,
-              "--start", rfc3339(span.start), "--end", rfc3339(span.end + HOUR - 1),
-              "--eval-interval", f"{HOUR}s", "--output-dir", str(out_dir), *map(str, paths)])
+        for n, day in enumerate(days, 1):
+            last = min(day + DAY - 1, span.end + HOUR - 1)
+            _run([promtool, "tsdb", "create-blocks-from", "rules", "--url", url,
+                  "--start", rfc3339(day), "--end", rfc3339(last),
+                  "--eval-interval", f"{HOUR}s", "--output-dir", str(out_dir), *map(str, paths)])
+            if progress:
+                progress(n, len(days), f"{rfc3339(day)} .. {rfc3339(last + 1)}")
 
 
-def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, write_url: str | None = None) -> None:
+def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, write_url: str | None = None,
+                    progress: Progress | None = None) -> None:
     """vmalert replay: evaluates each group at its interval from span.start and writes the results
     to the server with remote write. One vmalert run per day of the span: one range query over 14
     days of an 800-GPU fleet ran past VictoriaMetrics' default -search.maxQueryDuration (30 s), and
     vmalert's own chunking (-replay.maxDatapointsPerQuery) writes each chunk's last point twice."""
+    days = days_of(span)
     with tempfile.TemporaryDirectory() as tmp:
-        for path in write_files(files, Path(tmp)):
-            try:
+        paths = write_files(files, Path(tmp))
+        for n, day in enumerate(days, 1):
+            for path in paths:
                 hours = 1 if path.name == DAILY_FILE else 24  # the daily sums are written at midnight only
-                for day in range(span.start, span.end + 1, DAY):
-                    last = min(day + (hours - 1) * HOUR, span.end)
+                last = min(day + (hours - 1) * HOUR, span.end)
+                try:
                     # vmalert wants timeTo > timeFrom; the extra second adds no evaluation
                     run_vmalert(url, path, day, last + 1, HOUR, vmalert, write_url=write_url, timeout=None)
-            except VictoriaMetricsError as exc:
-                raise BackfillError(str(exc)) from None
+                except VictoriaMetricsError as exc:
+                    raise BackfillError(str(exc)) from None
+            if progress:
+                progress(n, len(days), f"{rfc3339(day)} .. {rfc3339(min(day + DAY, span.end + HOUR))}")

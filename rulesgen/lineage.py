@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import conventions
 from .artifacts import DASHBOARD_ONLY, Plan
@@ -32,13 +33,24 @@ def _where(where: Where | None, record: str | None = None) -> str:
         if record and (record.startswith(conventions.LIMIT_PREFIX) or record == conventions.MODEL_GPUS):
             return "the catalog's gpu_models.yaml limits (builders/rules.py)"
         return "rulesgen's builders (no catalog entry of its own)"
-    path = where.path
+    return f"{shown_path(where.path)}:{where.line}"
+
+
+def shown_path(path: str) -> str:
+    """A catalog file as its folder and name, never a machine's absolute path: relative to the working
+    directory when the folder is under it (catalog/failure_modes.yaml), else the folder's name
+    (the bundled catalog, installed as rulesgen/_catalog, shows as catalog/)."""
+    folder, name = os.path.split(path)
     try:
-        rel = os.path.relpath(path)
-        path = rel if not rel.startswith("..") else path
-    except ValueError:
-        pass
-    return f"{path}:{where.line}"
+        rel = os.path.relpath(folder or ".")
+    except ValueError:  # another drive
+        rel = ".."
+    if rel == ".":
+        return name
+    if rel.startswith(".."):
+        base = os.path.basename(os.path.normpath(folder))
+        rel = "catalog" if base == "_catalog" else base
+    return f"{Path(rel).as_posix()}/{name}"
 
 
 def _placed(plan: Plan) -> list[Placed]:

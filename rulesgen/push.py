@@ -7,12 +7,25 @@ Authorization header: no message built here contains it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import requests
 
 
 class PushError(Exception):
     """A push failure explained for a human (never containing the token)."""
+
+
+def check_url(url: str, insecure_http: bool = False) -> None:
+    """https:// only, unless insecure_http: over plain http:// the bearer token crosses the network in
+    clear text (loopback included: one rule, no guessing which hosts are safe)."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "https" or (scheme == "http" and insecure_http):
+        return
+    if scheme == "http":
+        raise PushError(f"refusing to send the Grafana token over plain http:// to {url}: use https://, "
+                        f"or pass --insecure-http to accept that risk")
+    raise PushError(f"--grafana-url {url!r} is not an http(s) URL (e.g. https://grafana.example.com)")
 
 
 @dataclass(frozen=True)

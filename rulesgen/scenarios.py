@@ -69,6 +69,9 @@ class Scenario:
     series: tuple[tuple[str, str], ...]
     expect: tuple[Expectation, ...]
     also_allowed: tuple[str, ...]
+    # `follows_settings: true`: the series take the configured selector's and host labels' values and the
+    # expectations the configured host label (adapt()), so an example keeps passing in any configuration.
+    follows_settings: bool = False
 
     @property
     def is_normal(self) -> bool:
@@ -150,6 +153,7 @@ def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] 
         if fm is not None:
             expect.append(Expectation(fm, pairs, after or 0, within or 0))
         ef.done()
+    follows = bool(f.bool("follows_settings", default=False))
     also = f.str_list("also_allowed")
     aw = f.at("also_allowed")
     for fm in also:
@@ -158,10 +162,95 @@ def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] 
     f.done()
     errors.raise_if_any()
     return Scenario(name=name, path=str(path), description=description, interval=interval, evaluation_interval=evaluation,
-                    duration=duration, series=tuple(series), expect=tuple(expect), also_allowed=tuple(sorted(set(also))))
+                    duration=duration, series=tuple(series), expect=tuple(expect), also_allowed=tuple(sorted(set(also))),
+                    follows_settings=follows)
 
 
 def _near(name: str, names: tuple[str, ...]) -> bool:
     """A near miss of one of names (a typo), not merely a similar-looking other metric."""
     import difflib
     return bool(difflib.get_close_matches(name, list(names), n=1, cutoff=0.85))
+
+
+# ---- scenarios against the configured selector -------------------------------------------------------
+
+_LABEL_PAIR = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _parse_series(text: str) -> tuple[str, dict[str, str]]:
+    name, _, rest = text.partition("{")
+    return name.strip(), {k: v for k, v in _LABEL_PAIR.findall(rest)}
+
+
+def _format_series(name: str, labels: dict[str, str]) -> str:
+    return name + "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+
+
+def selector_matchers(selector: str) -> tuple[tuple[str, str, str], ...]:
+    """The (label, op, value) matchers of a configured selector (the inside of a selector's braces)."""
+    from .promql_tree import selectors
+    return selectors("x{" + selector + "}")[0].matchers
+
+
+def _matches(labels: dict[str, str], matchers) -> bool:
+    for label, op, value in matchers:
+        have = labels.get(label, "")
+        ok = {"=": have == value, "!=": have != value,
+              "=~": re.fullmatch(value, have) is not None, "!~": re.fullmatch(value, have) is None}[op]
+        if not ok:
+            return False
+    return True
+
+
+def _exporter_series(scenario: Scenario) -> list[str]:
+    return [text for text, _ in scenario.series if text.lstrip().startswith("DCGM_")]
+
+
+def unmatched_selector(scenario: Scenario, selector: str) -> Diagnostic | None:
+    """A diagnostic when none of the scenario's DCGM series matches the selector: every rule would read
+    nothing, and promtool would only say that the expected alerts did not fire."""
+    series = _exporter_series(scenario)
+    if not series:
+        return None
+    matchers = selector_matchers(selector)
+    if any(_matches(_parse_series(text)[1], matchers) for text in series):
+        return None
+    example = _parse_series(series[0])[1]
+    shown = ", ".join(f'{k}="{example[k]}"' for k, _, _ in matchers if k in example) or "none of its labels"
+    return Diagnostic(scenario.path, 1, 1, "no-matching-series",
+                      f"scenario {scenario.name}: none of its {len(series)} DCGM series matches the selector {selector} "
+                      f"(rulesgen.yaml `selector:`; its series have {shown}): the rules read nothing from it, so no "
+                      "expected alert can fire. Give the series the labels the selector asks for, or set "
+                      "`follows_settings: true` in the scenario to have them follow the configuration.")
+
+
+def _satisfy(labels: dict[str, str], matchers) -> dict[str, str]:
+    out = dict(labels)
+    for label, op, value in matchers:
+        have = out.get(label, "")
+        if op == "=":
+            out[label] = value
+        elif op == "=~" and re.fullmatch(value, have) is None and re.fullmatch(value, re.sub(r"\\(.)", r"\1", value)):
+            out[label] = re.sub(r"\\(.)", r"\1", value)   # a literal regex (e.g. "gpu-metrics"): its own text
+        elif op in ("!=", "!~") and not _matches({label: have}, [(label, op, value)]) and _matches({}, [(label, op, value)]):
+            out.pop(label, None)
+    return out
+
+
+def adapt(scenario: Scenario, selector: str, host_label: str, host_sources: tuple[str, ...]) -> Scenario:
+    """A `follows_settings` scenario as the configuration sees it: series labels that satisfy the selector,
+    the host label renamed to the first configured source, expectations keyed by the output host label."""
+    if not scenario.follows_settings:
+        return scenario
+    from dataclasses import replace
+    matchers = selector_matchers(selector)
+    source = host_sources[0] if host_sources else host_label
+    series = []
+    for text, values in scenario.series:
+        name, labels = _parse_series(text)
+        if "Hostname" in labels and "Hostname" not in host_sources:
+            labels = {(source if k == "Hostname" else k): v for k, v in labels.items()}
+        series.append((_format_series(name, _satisfy(labels, matchers)), values))
+    expect = tuple(replace(e, labels=tuple(sorted(((host_label if k == "Hostname" else k), v) for k, v in e.labels)))
+                   for e in scenario.expect)
+    return replace(scenario, series=tuple(series), expect=expect)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from . import processes
 
-INSTALL_HINT = ("run `make tools` (downloads Debian's promtool, prometheus and victoria-metrics packages into "
-                ".tools/), or put Prometheus 3.5 and VictoriaMetrics 1.145 on PATH "
+INSTALL_HINT = ("run `make tools` (fetches the engines into .tools/: rulesgen's own repository from Debian's packages, "
+                "a repository `rulesgen init` made from the projects' releases, sha256-checked), or put Prometheus 3.5 and VictoriaMetrics 1.145 on PATH "
                 "(RULESGEN_<NAME> overrides one binary, e.g. RULESGEN_PROMTOOL_2_42)")
 
 

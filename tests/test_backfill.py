@@ -128,9 +128,13 @@ def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path):
     blocks = tmp_path / "blocks"
     with Prometheus(PROMETHEUS, data) as prom:
         result = run_cli("backfill", "prometheus", "--url", prom.url, "--days", str(DAYS - 1), "--end", str(end),
-                         "--output-dir", str(blocks))
+                         "--output-dir", str(blocks), "--progress")
         assert result.returncode == 0, result.stderr
         assert "Move the block directories" in result.stdout
+        # one line per day on stderr (--progress: stderr is a pipe here): the 2 days and the last midnight
+        progress = [x for x in result.stderr.splitlines() if x.startswith("backfill: day ")]
+        assert [x.split(" (")[0] for x in progress] == ["backfill: day 1/3 done", "backfill: day 2/3 done",
+                                                        "backfill: day 3/3 done"], result.stderr
         assert prom.query(conventions.BASELINE_HOURLY, end) == []  # nothing until the blocks are moved in
     written = [b for b in blocks.iterdir() if (b / "meta.json").exists()]
     assert written, "promtool wrote no blocks"
@@ -153,6 +157,7 @@ def test_backfill_victoriametrics_writes_through_vmalert_replay(tmp_path):
         vm.flush()
         result = run_cli("backfill", "victoriametrics", "--url", vm.url, "--days", str(DAYS - 1), "--end", str(end))
         assert result.returncode == 0, result.stderr
+        assert "backfill: day" not in result.stderr  # stderr is not a terminal: quiet by default
         vm.flush()
 
         def points(selector, start, stop):

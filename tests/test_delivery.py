@@ -144,20 +144,20 @@ groups:
       severity: warning
       value: "{{ $value }}"
 """)
-    assert [str(f) for f in lint_files([bad])] == [
-        f"{bad}:5: fleet-per-pod: fleet:bad_util:avg: fleet aggregate keeps per-pod labels (by (cluster, pod))",
-        f"{bad}:6: alert-for: BadAlert: alert has no `for`: one bad sample pages someone",
-        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'dashboard_url'",
-        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'description'",
-        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'runbook_url'",
-        f"{bad}:6: contract-annotation: BadAlert: missing annotation 'summary'",
-        f"{bad}:6: contract-label: BadAlert: missing label 'action'",
-        f"{bad}:6: contract-label: BadAlert: missing label 'failure_mode'",
-        f"{bad}:7: dense-long-window: BadAlert: [1d] over recorded series gpu:dcgm_xid:recent, written at every evaluation: "
+    assert [str(f) for f in lint_files([bad], contract=True)] == [
+        f"{bad}:5:5: warning[fleet-per-pod]: fleet:bad_util:avg: fleet aggregate keeps per-pod labels (by (cluster, pod))",
+        f"{bad}:6:5: warning[alert-for]: BadAlert: alert has no `for`: one bad sample pages someone",
+        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'dashboard_url'",
+        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'description'",
+        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'runbook_url'",
+        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'summary'",
+        f"{bad}:6:5: warning[contract-label]: BadAlert: missing label 'action'",
+        f"{bad}:6:5: warning[contract-label]: BadAlert: missing label 'failure_mode'",
+        f"{bad}:7:5: warning[dense-long-window]: BadAlert: [1d] over recorded series gpu:dcgm_xid:recent, written at every evaluation: "
         "count an event series (one sample per event, named ...:onset) or read daily sums",
-        f"{bad}:7: rate-window: BadAlert: rate() over [30s] is shorter than 4x the scrape interval (60s)",
-        f"{bad}:7: raw-long-window: BadAlert: [2h] over raw series DCGM_FI_DEV_GPU_TEMP: downsample with a recording rule first",
-        f"{bad}:11: value-in-label: BadAlert: label 'value' uses $value: every new value starts a new alert",
+        f"{bad}:7:5: warning[rate-window]: BadAlert: rate() over [30s] is shorter than 4x the scrape interval (60s)",
+        f"{bad}:7:5: warning[raw-long-window]: BadAlert: [2h] over raw series DCGM_FI_DEV_GPU_TEMP: downsample with a recording rule first",
+        f"{bad}:11:7: warning[value-in-label]: BadAlert: label 'value' uses $value: every new value starts a new alert",
     ]
     result = run_cli("lint", str(bad))
     assert result.returncode == 1 and "rate-window" in result.stdout

@@ -65,10 +65,13 @@ def installed(wheel, tmp_path_factory, promtool):
 
 @pytest.fixture(scope="module")
 def gitops(installed, tmp_path_factory):
-    """`rulesgen init` then `rulesgen render` with the defaults, in a directory without catalog/."""
+    """`rulesgen init`, then the user's own selector and host label (the GPU Operator's job, a relabelled host
+    label: the example scenario follows them), then `rulesgen render`, in a directory without catalog/."""
     env, bin_dir = installed
     repo = tmp_path_factory.mktemp("gitops")
     _ok(_run([bin_dir / "rulesgen", "init"], cwd=repo, env=env))
+    config = repo / "rulesgen.yaml"
+    config.write_text(config.read_text() + "selector: 'job=\"nvidia-dcgm-exporter\"'\nlabels: {host: node}\n")
     render = _ok(_run([bin_dir / "rulesgen", "render"], cwd=repo, env=env))
     assert "rendered" in render.stdout
     return repo
@@ -109,10 +112,16 @@ def test_wheel_ships_the_catalog_templates_and_every_module(wheel):
     assert not [n for n in names if n.startswith("catalog/")], "the catalog belongs inside the package"
 
 
-def test_installed_cli_inits_renders_checks_lists_and_explains(installed, gitops):
+def test_installed_cli_inits_renders_checks_lists_and_explains(wheel, installed, gitops):
     env, bin_dir = installed
-    for rel in ("rulesgen.yaml", "Makefile", ".github/workflows/gpu-rules.yaml", ".gitignore", "scenarios/example-ghost-loss-dbe.yaml"):
+    for rel in ("rulesgen.yaml", "rulesgen.lock", "Makefile", ".github/workflows/gpu-rules.yaml", ".gitignore",
+                "scenarios/example-ghost-loss-dbe.yaml"):
         assert (gitops / rel).is_file(), rel
+    pin = _ok(_run([bin_dir / "python", "-c", "from rulesgen.lock import installed; print('=='.join(installed()))"],
+                   cwd=gitops, env=env)).stdout.strip()
+    assert f"-{pin.split('==')[1]}-" in wheel.name, (pin, wheel.name)  # the wheel's own version, pinned by init
+    assert f"\n{pin}\n" in (gitops / "rulesgen.lock").read_text()
+    assert pin.startswith("dcgm-rulesgen=="), pin  # `pip install -r rulesgen.lock` must not fetch PyPI's other rulesgen
     assert not (gitops / "catalog").exists()
     rules = sorted((gitops / "alerts" / "prometheus").glob("*.yaml"))
     assert {"recording.yaml", "health.yaml", "efficiency.yaml"} <= {p.name for p in rules}
@@ -124,6 +133,23 @@ def test_installed_cli_inits_renders_checks_lists_and_explains(installed, gitops
     assert "ecc_uncorrectable" in listing and "DCGM_FI_DEV_GPU_TEMP" in listing
     explain = _ok(_run([bin_dir / "rulesgen", "explain", "ecc_uncorrectable"], cwd=gitops, env=env)).stdout
     assert "THRESHOLDS" in explain and "RUNBOOK" in explain
+    assert "site-packages" not in explain and "catalog/failure_modes.yaml:" in explain  # catalog paths, not the install's
+    import tomllib
+    release = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert _ok(_run([bin_dir / "rulesgen", "--version"], cwd=gitops, env=env)).stdout == f"rulesgen {release}\n"
+
+
+def test_make_check_lint_and_amtool_pass_as_the_generated_ci_runs_them(installed, gitops):
+    """The generated workflow's `rulesgen` job and its amtool step, with the installed wheel: `make check` (a fresh
+    render by the pinned version), `make lint`, `make check-alertmanager`."""
+    env, bin_dir = installed
+    try:
+        amtool = find_tool("amtool")
+    except ToolMissing as exc:
+        pytest.fail(str(exc))
+    made = _ok(_run(["make", "check", "lint", "check-alertmanager", f"RULESGEN={bin_dir / 'rulesgen'}", f"AMTOOL={amtool}"],
+                    cwd=gitops, env=env))
+    assert "up to date" in made.stdout and "SUCCESS" in made.stdout + made.stderr
 
 
 def test_promtool_checks_and_tests_the_installed_render(gitops, promtool):

@@ -168,15 +168,15 @@ def test_other_http_errors_carry_status_and_grafana_message(grafana):
 
 def test_cli_pushes_the_rendered_dashboards_and_never_prints_the_token(grafana):
     env = {**os.environ, "GRAFANA_TOKEN": TOKEN}
-    first = run_cli("push", "--grafana-url", grafana.url, "--folder", "GPU fleet", env=env)
+    first = run_cli("push", "--grafana-url", grafana.url, "--insecure-http", "--folder", "GPU fleet", env=env)
     assert first.returncode == 0, first.stderr
-    second = run_cli("push", "--grafana-url", grafana.url, "--folder", "GPU fleet", env=env)
+    second = run_cli("push", "--grafana-url", grafana.url, "--insecure-http", "--folder", "GPU fleet", env=env)
     assert second.returncode == 0, second.stderr
     assert sorted(d["title"] for d in grafana.dashboards.values()) == [
         "GPU Baselines", "GPU Fleet Overview", "GPU Health", "GPU Jobs", "GPU Performance"]
     assert {d["version"] for d in grafana.dashboards.values()} == {2}
     assert "pushed 5 dashboards into folder 'GPU fleet'" in second.stdout
-    failed = run_cli("push", "--grafana-url", f"http://127.0.0.1:{free_port()}", env=env)
+    failed = run_cli("push", "--grafana-url", f"http://127.0.0.1:{free_port()}", "--insecure-http", env=env)
     assert failed.returncode == 1 and "cannot connect" in failed.stderr
     for result in (first, second, failed):
         assert TOKEN not in result.stdout + result.stderr
@@ -184,6 +184,22 @@ def test_cli_pushes_the_rendered_dashboards_and_never_prints_the_token(grafana):
 
 def test_cli_without_token_is_a_usage_error(grafana):
     env = {k: v for k, v in os.environ.items() if k != "GRAFANA_TOKEN"}
-    result = run_cli("push", "--grafana-url", grafana.url, env=env)
+    result = run_cli("push", "--grafana-url", grafana.url, "--insecure-http", env=env)
     assert result.returncode == 2 and "GRAFANA_TOKEN is not set" in result.stderr
     assert not grafana.requests
+
+
+def test_cli_refuses_to_send_the_token_over_plain_http(grafana):
+    """The fake Grafana listens on http://: without --insecure-http nothing is sent, one line says why."""
+    env = {**os.environ, "GRAFANA_TOKEN": TOKEN}
+    result = run_cli("push", "--grafana-url", grafana.url, env=env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: refusing to send the Grafana token over plain http:// to {grafana.url}: use https://, "
+        "or pass --insecure-http to accept that risk"]
+    assert not grafana.requests and TOKEN not in result.stdout + result.stderr
+    bare = run_cli("push", "--grafana-url", "grafana.example.com:3000", env=env)
+    assert bare.returncode == 2 and "is not an http(s) URL" in bare.stderr
+    allowed = run_cli("push", "--grafana-url", grafana.url, "--insecure-http", env=env)
+    assert allowed.returncode == 0, allowed.stderr
+    assert grafana.requests

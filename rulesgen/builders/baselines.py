@@ -23,7 +23,7 @@ DAY_OF_POINTS = "23h59m"
 # The hourly copy and the daily sums run hourly (a daily sum is written in the hour after midnight).
 HISTORY_INTERVAL = 3600
 # The history mean and stddev change only when a daily sum is written or leaves the window, once a day
-# (DESIGN section 4): computed every 6 hours, each at most 6 hours after midnight's sums.
+# computed every 6 hours, each at most 6 hours after midnight's sums.
 STATISTICS_INTERVAL = 6 * 3600
 # Baseline records written by the slow groups, and the interval of the group that writes each.
 SLOW_RECORDS = {**dict.fromkeys((conventions.BASELINE_HOURLY, conventions.BASELINE_DAILY_COUNT, conventions.BASELINE_DAILY_SUM,

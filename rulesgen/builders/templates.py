@@ -158,6 +158,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
         "active": lambda fm_id: _active(catalog, settings, fm_id),
+        # The DCGM fields a failure mode is about (its `metrics:`), for modes that watch other modes' input.
+        "fields_of": lambda fm_id: list(catalog.failure_mode(fm_id).metrics),
         # Every failure mode's thresholds (with rulesgen.yaml overrides), for expressions shared by modes.
         "thresholds": _Lookup("failure mode", {fm.id: _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings))
                                                for fm in catalog.failure_modes}),

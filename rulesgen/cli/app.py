@@ -1,6 +1,9 @@
 """The `rulesgen` command group and what its commands share: the config file, the plan, errors."""
 from __future__ import annotations
 
+import json
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -67,7 +70,7 @@ def placeholder_url_warnings(settings) -> None:
 
 def fail(exc: RulesgenError) -> None:
     for d in exc.diagnostics:
-        click.echo(str(d), err=True)
+        click.echo(styled(str(d)), err=True)
     click.echo(f"{len(exc.diagnostics)} error(s); nothing written.", err=True)
     sys.exit(1)
 
@@ -117,21 +120,69 @@ def _default_scenarios() -> str:
     return next((d for d in SCENARIO_DIRS if Path(d).is_dir()), SCENARIO_DIRS[-1])
 
 
+# Every option more than one command takes is declared here once, with its help: the commands use these.
+catalog_option = click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/",
+                              help="Catalog directory (failure_modes.yaml, metrics.yaml ...).")
+config_option = click.option("--config", default=None, metavar="FILE",
+                             help=f"User config [default: ./{DEFAULT_CONFIG} if present].")
+scenarios_option = click.option("--scenarios", default=_default_scenarios, show_default="./fixtures/scenarios, else ./scenarios",
+                                help="Scenario directory for tests/promtool.")
+out_option = click.option("--out", default=".", show_default=True, metavar="DIR",
+                          help="Output root (alerts/, tests/promtool/, dashboards/ ...).")
+diff_option = click.option("--diff", "show_diff", is_flag=True,
+                           help="Print a unified diff of the files a render would change (a/ on disk, b/ rendered).")
+format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                             help="text for people; json: one document on stdout, keys sorted (shapes: docs/cli.md).")
+common = [catalog_option, config_option, scenarios_option]
 defaults_option = click.option("--defaults", is_flag=True,
                                help=f"Render the bundled defaults without a config file (needed when there is no ./{DEFAULT_CONFIG}).")
-
-common = [
-    click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/", help="Catalog directory."),
-    click.option("--config", default=None, help=f"User config (default: ./{DEFAULT_CONFIG} if present)."),
-    click.option("--scenarios", default=_default_scenarios, show_default="./fixtures/scenarios, else ./scenarios",
-                 help="Scenario directory for tests/promtool."),
-]
 
 
 def with_common(f):
     for option in reversed(common):
         f = option(f)
     return f
+
+
+def emit_json(doc) -> None:
+    """One JSON document on stdout, keys sorted, never coloured."""
+    click.echo(json.dumps(doc, sort_keys=True, indent=2), color=False)
+
+
+SEVERITY_COLOURS = {"error": "red", "warning": "yellow"}
+_SEVERITY = re.compile(r": (error|warning)\[")
+
+
+def styled(line: str) -> str:
+    """A diagnostic line (path:line:col: severity[code]: message) with its severity word coloured;
+    click.echo drops the colour when the stream is not a terminal or colour is off."""
+    m = _SEVERITY.search(line)
+    if not m:
+        return line
+    word = click.style(m.group(1), fg=SEVERITY_COLOURS[m.group(1)], bold=True)
+    return line[:m.start(1)] + word + line[m.end(1):]
+
+
+def error(message: str) -> None:
+    """`error: message` on stderr (the word coloured on a terminal)."""
+    click.echo(f"{click.style('error', fg='red', bold=True)}: {message}", err=True)
+
+
+def version() -> str:
+    """The installed distribution's version (dcgm-rulesgen), else the package's own (a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    from .. import __version__
+    try:
+        return dist_version("dcgm-rulesgen")
+    except PackageNotFoundError:
+        return __version__
+
+
+def colour_off() -> bool:
+    """https://no-color.org: NO_COLOR set and not empty turns colour off."""
+    return bool(os.environ.get("NO_COLOR"))
 
 
 class RulesgenGroup(click.Group):
@@ -151,10 +202,15 @@ class RulesgenGroup(click.Group):
             click.echo(f"rulesgen: interrupted by {signum.name}" + (f"; {outcome}" if outcome else ""), err=True)
             ctx.exit(interrupts.EXIT_CODES[signum])
         except arts.OutputError as exc:
-            click.echo(f"error: {exc}", err=True)
+            error(str(exc))
             ctx.exit(1)
 
 
-@click.group(cls=RulesgenGroup)
-def main():
+@click.group(cls=RulesgenGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version(), "--version", prog_name="rulesgen", message="%(prog)s %(version)s")
+@click.option("--no-color", is_flag=True, help="Never colour (also: NO_COLOR=1). Colour is used on terminals only.")
+@click.pass_context
+def main(ctx, no_color):
     """Generate Prometheus/VictoriaMetrics rules, promtool tests and dashboards for GPU failure modes."""
+    if no_color or colour_off():
+        ctx.color = False

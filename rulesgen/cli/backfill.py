@@ -6,10 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..catalog import bundled_catalog_dir
 from ..durations import rfc3339
 from ..tools import ToolMissing
-from .app import plan_or_fail
+from .app import catalog_option, config_option, error, plan_or_fail
 
 
 def _time(value: str | None) -> int:
@@ -32,8 +31,11 @@ def _backfill_options(f):
         click.option("--days", type=click.IntRange(1, 60), default=None,
                      help="Days of history to compute [default: the baseline window, baselines.window]."),
         click.option("--end", default=None, help="End of the history (unix seconds or RFC 3339) [default: now]."),
-        click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/"),
-        click.option("--config", default=None),
+        catalog_option,
+        config_option,
+        click.option("--progress/--no-progress", "progress", default=None,
+                     help="One line per day done on stderr [default: when stderr is a terminal]."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress lines (same as --no-progress)."),
     ]):
         f = option(f)
     return f
@@ -58,18 +60,26 @@ def _or_fail(step):
     try:
         return step()
     except (BackfillError, ToolMissing) as exc:
-        click.echo(f"error: {exc}", err=True)
+        error(str(exc))
         sys.exit(1)
+
+
+def _progress(progress: bool | None, quiet: bool):
+    """As git does: progress on stderr when it is a terminal, unless -q; --progress forces it (logs, CI)."""
+    if quiet or progress is False or (progress is None and not sys.stderr.isatty()):
+        return None
+    return lambda done, total, what: click.echo(f"backfill: day {done}/{total} done ({what})", err=True)
 
 
 @backfill_group.command(name="prometheus")
 @_backfill_options
 @click.option("--output-dir", required=True, help="Where to write the TSDB blocks.")
-def backfill_prometheus(url, days, end, catalog, config, output_dir):
+def backfill_prometheus(url, days, end, catalog, config, progress, quiet, output_dir):
     """TSDB blocks via `promtool tsdb create-blocks-from rules`; move them into the data directory."""
     from ..tools import find_tool
     bf, span, files = _backfill_plan(catalog, config, days, end)
-    _or_fail(lambda: bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool")))
+    report = _progress(progress, quiet)
+    _or_fail(lambda: bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool"), report))
     click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
                f"Move the block directories into Prometheus' data directory (--storage.tsdb.path); it loads them "
                f"within a minute (retention must cover {(span.end - span.start) // bf.DAY} days).")
@@ -78,9 +88,10 @@ def backfill_prometheus(url, days, end, catalog, config, output_dir):
 @backfill_group.command(name="victoriametrics")
 @_backfill_options
 @click.option("--write-url", default=None, help="Remote-write address if not --url (e.g. vminsert).")
-def backfill_victoriametrics(url, days, end, catalog, config, write_url):
+def backfill_victoriametrics(url, days, end, catalog, config, progress, quiet, write_url):
     """vmalert replay: reads raw samples from --url, writes the history back with remote write."""
     from ..tools import find_tool
     bf, span, files = _backfill_plan(catalog, config, days, end)
-    _or_fail(lambda: bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url))
+    report = _progress(progress, quiet)
+    _or_fail(lambda: bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url, report))
     click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")

@@ -8,20 +8,20 @@ from pathlib import Path
 import click
 
 from .. import jobmetrics
-from ..catalog import bundled_catalog_dir
 from ..render.counters import parse_counters
-from .app import plan_or_fail, with_common
+from .app import catalog_option, config_option, emit_json, error, format_option, plan_or_fail, with_common
 
 
 @click.command(name="list")
-@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
-@click.option("--config", default=None)
+@catalog_option
+@config_option
 @click.option("--counters", "counters_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="A dcgm-exporter counters CSV: report the failure modes it leaves blind.")
 @click.option("--job-metrics", "job_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="What a training job exports (its /metrics page, e.g. `curl POD:9090/metrics`): report the "
                    "job failure modes inactive for it, for lack of input.")
-def list_cmd(catalog, config, counters_file, job_file):
+@format_option
+def list_cmd(catalog, config, counters_file, job_file, fmt):
     """Failure modes (active or not, and why) and metrics (which need profiling)."""
     from ..coverage import coverage
     plan = plan_or_fail(catalog, config, None)
@@ -34,11 +34,23 @@ def list_cmd(catalog, config, counters_file, job_file):
                 inactive[fm.id] = f"no input: {job_file} exports no {' / '.join(missing)}"
     enabled = parse_counters(Path(counters_file).read_text()) if counters_file else None
     report = coverage(plan.catalog, plan.rules, enabled) if enabled is not None else {}
+    # Against dcgm-exporter's default counters (catalog/metrics.yaml `default_enabled`): which active modes
+    # a stock exporter leaves blind until the counters in exporter/ are deployed.
+    stock = coverage(plan.catalog, plan.rules, {m.name for m in plan.catalog.metrics if m.default_enabled})
+    if fmt == "json":
+        emit_json(_list_json(plan, inactive, report, counters_file, job_file, stock))
+        return
     click.echo("FAILURE MODES")
+    opt_in = []
     for fm in plan.catalog.failure_modes:
         state = f"inactive: {inactive[fm.id]}" if fm.id in inactive else "active"
         if fm.id in report and report[fm.id].state != "covered":
             state = report[fm.id].describe()
+        elif enabled is None and fm.id not in inactive and stock[fm.id].state == "blind":
+            state = "active, needs opt-in counters (exporter/)"
+            opt_in.append(fm.id)
+        elif enabled is None and fm.id not in inactive and stock[fm.id].state == "partial":
+            state = "active, some signals need opt-in counters (exporter/)"
         prof = " [needs profiling]" if fm.needs_profiling else ""
         if fm.job_metrics and fm.id not in inactive:  # optional input: quiet for jobs that do not export it
             names = ", ".join(jobmetrics.input_names(plan.settings, fm.job_metrics))
@@ -55,24 +67,53 @@ def list_cmd(catalog, config, counters_file, job_file):
         click.echo(f"\n{counters_file}: {len(blind)} failure mode(s) blind: {', '.join(blind) or 'none'}")
         click.echo("render exporter/dcgm-counters.csv (make render) for a counters file that enables every field the rules read")
         return
+    if opt_in:
+        click.echo(f"\nopt-in counters: dcgm-exporter's default counters leave {', '.join(opt_in)} blind. Deploy the counters "
+                   "rulesgen renders in exporter/ first (Helm chart: dcgm-exporter-values.yaml; GPU Operator: "
+                   "gpu-operator-dcgm-metrics-configmap.yaml + gpu-operator-clusterpolicy-patch.yaml); "
+                   "`rulesgen list --counters FILE` checks your own file.")
     click.echo("\nMETRICS")
     for m in plan.catalog.metrics:
         flags = ", ".join(x for x in ("profiling" if m.profiling else "", "default" if m.default_enabled else "opt-in") if x)
         click.echo(f"  {m.name:<48} {m.type:<8} {m.unit:<10} {flags}")
 
 
+def _list_json(plan, inactive, report, counters_file, job_file, stock) -> dict:
+    """{"failure_modes": [{id, group, severities, active, state, reason, needs_profiling, job_metrics,
+    opt_in_counters}], "metrics": [{name, type, unit, profiling, default_enabled}]}; state is active | inactive,
+    or with --counters covered | partial | blind; reason explains a state other than active/covered;
+    opt_in_counters: all | some | none of the fields the mode reads are off in dcgm-exporter's default counters."""
+    modes = []
+    for fm in plan.catalog.failure_modes:
+        state, reason = ("inactive", inactive[fm.id]) if fm.id in inactive else ("active", None)
+        if fm.id in report and report[fm.id].state != "covered":
+            state, reason = report[fm.id].state, report[fm.id].describe()
+        modes.append({"id": fm.id, "group": fm.group, "severities": [a.severity for a in fm.alerts],
+                      "active": fm.id not in inactive, "state": state, "reason": reason,
+                      "needs_profiling": fm.needs_profiling,
+                      "job_metrics": list(jobmetrics.input_names(plan.settings, fm.job_metrics)) if fm.job_metrics else [],
+                      "opt_in_counters": {"blind": "all", "partial": "some"}.get(stock[fm.id].state, "none")})
+    metrics = [{"name": m.name, "type": m.type, "unit": m.unit, "profiling": m.profiling,
+                "default_enabled": m.default_enabled} for m in plan.catalog.metrics]
+    return {"failure_modes": modes, "metrics": metrics}
+
+
 @click.command()
 @click.argument("failure_mode")
 @with_common
-def explain(failure_mode, catalog, config, scenarios):
+@format_option
+def explain(failure_mode, catalog, config, scenarios, fmt):
     """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files."""
     plan = plan_or_fail(catalog, config, scenarios)
     ids = [fm.id for fm in plan.catalog.failure_modes]
     if failure_mode not in ids:
         from ..fields import did_you_mean
-        click.echo(f"error: unknown failure mode {failure_mode!r}{did_you_mean(failure_mode, ids)}", err=True)
+        error(f"unknown failure mode {failure_mode!r}{did_you_mean(failure_mode, ids)}")
         sys.exit(2)
     fm = plan.catalog.failure_mode(failure_mode)
+    if fmt == "json":
+        emit_json(_explain_json(plan, fm))
+        return
     wrap = lambda text: textwrap.fill(" ".join(text.split()), 100, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
     click.echo(f"{fm.id}: {fm.title} ({fm.group}, scope {fm.scope})\n\n{wrap(fm.summary)}\n")
     click.echo(f"WHAT IT MEANS\n{wrap(fm.meaning)}\n\nWHY IT MATTERS\n{wrap(fm.why)}\n")
@@ -120,3 +161,30 @@ def explain(failure_mode, catalog, config, scenarios):
     click.echo("\nPATH (catalog -> rules -> files)")
     for line in alert_path(plan, fm.id) or ["  (no alert rendered)"]:
         click.echo(line)
+
+
+def _explain_json(plan, fm) -> dict:
+    """{id, title, group, scope, summary, meaning, why, thresholds: [{name, value, unit, source, from_config}],
+    alerts: [{alert, severity, action, for_seconds, expr}], inactive (reason or null), covers: [{target, values}],
+    covered_by: [{source, values}], runbook: {check, act}, path: [lines of the text PATH section]}."""
+    from ..lineage import alert_path
+    overrides = dict(plan.settings.for_mode(fm.id).thresholds)
+    covered_by: dict[str, list[str]] = {}
+    for m in plan.catalog.failure_modes:
+        for target, value in m.covers:
+            if target == fm.id:
+                covered_by.setdefault(m.id, []).extend([value] if value else [])
+    targets = dict.fromkeys(t for t, _ in fm.covers)
+    return {
+        "id": fm.id, "title": fm.title, "group": fm.group, "scope": fm.scope,
+        "summary": " ".join(fm.summary.split()), "meaning": " ".join(fm.meaning.split()), "why": " ".join(fm.why.split()),
+        "thresholds": [{"name": t.name, "value": overrides.get(t.name, t.value), "unit": t.unit,
+                        "source": " ".join(t.source.split()), "from_config": t.name in overrides} for t in fm.thresholds],
+        "alerts": [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
+                    "for_seconds": r.for_seconds, "expr": r.expr} for r in plan.rules.rules if r.failure_mode == fm.id],
+        "inactive": dict(plan.rules.inactive).get(fm.id),
+        "covers": [{"target": t, "values": [v for x, v in fm.covers if x == t and v]} for t in targets],
+        "covered_by": [{"source": s, "values": v} for s, v in covered_by.items()],
+        "runbook": {"check": list(fm.runbook.check), "act": list(fm.runbook.act)},
+        "path": [line.strip() for line in alert_path(plan, fm.id)],
+    }

@@ -8,22 +8,38 @@ from pathlib import Path
 import click
 
 from .. import artifacts as arts
-from ..catalog import bundled_catalog_dir
 from ..errors import RulesgenError
 from ..replay import run_promtool_test
 from ..tools import ToolMissing
-from .app import (check_out_folder, config_path, defaults_option, fail, placeholder_url_warnings, plan_or_fail,
-                  render_config, scenario_warnings, with_common)
+from .app import (catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json,
+                  error, fail, format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config,
+                  scenario_warnings, styled, with_common)
+
+
+def _print_diff(changes) -> None:
+    """Unified diffs on stdout, +/- lines coloured on a terminal."""
+    colours = {"+": "green", "-": "red", "@": "cyan"}
+    for change in changes:
+        for line in arts.unified_diff(change).splitlines():
+            head = line.startswith(("+++", "---"))
+            click.echo(click.style(line, bold=True) if head else
+                       click.style(line, fg=colours[line[0]]) if line[:1] in colours else line)
 
 
 @click.command()
 @with_common
 @defaults_option
-@click.option("--out", default=".", show_default=True, help="Output root (alerts/, tests/promtool/ ...).")
-def render(catalog, config, scenarios, defaults, out):
-    """Render every output file (all or none)."""
+@out_option
+@diff_option
+def render(catalog, config, scenarios, defaults, out, show_diff):
+    """Render every output file (all or none). --diff: write nothing, print what would change."""
     config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    if show_diff:
+        changes = arts.changes(Path(out), plan.artifacts)
+        _print_diff(changes)
+        click.echo(f"dry run: {len(changes)} of {len(plan.artifacts)} files would change in {out}; nothing written", err=True)
+        return
     check_out_folder(out, len(plan.artifacts))
     changed = arts.write_all(Path(out), plan.artifacts)
     scenario_warnings(plan, scenarios)
@@ -31,17 +47,54 @@ def render(catalog, config, scenarios, defaults, out):
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
+    _update_lock(Path(out))
+
+
+def _update_lock(root: Path) -> None:
+    """A repository with rulesgen.lock records the rulesgen that rendered it (only there: no lock, no pin)."""
+    from .. import lock
+    pin, now = lock.pinned(root), lock.installed()
+    if pin is None or pin == now:
+        return
+    lock.write(root)
+    click.echo(f"warning: rulesgen.lock pinned {pin[0]}=={pin[1]}; rendered with {now[0]}=={now[1]} and updated the "
+               "lock. Commit it with the outputs (an upgrade for everyone), or install the pinned version and "
+               "render again.", err=True)
+
+
+def lock_mismatch(root: Path) -> str | None:
+    from .. import lock
+    pin, now = lock.pinned(root), lock.installed()
+    if pin is None or pin == now:
+        return None
+    return (f"rulesgen.lock pins {pin[0]}=={pin[1]} but {now[0]}=={now[1]} is installed: its render may differ. "
+            f"Run `python -m pip install -r {root / lock.LOCK}` (what CI runs), or upgrade on purpose with "
+            "`make render` and commit the outputs with the new lock.")
 
 
 @click.command()
 @with_common
-@click.option("--out", default=".", show_default=True)
-def check(catalog, config, scenarios, out):
-    """Fail when the committed outputs differ from a fresh render."""
+@out_option
+@diff_option
+@format_option
+def check(catalog, config, scenarios, out, show_diff, fmt):
+    """Fail (exit 1) when the committed outputs differ from a fresh render; --diff shows how."""
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
-    diffs = arts.differences(Path(out), plan.artifacts)
-    if diffs:
-        for d in diffs:
+    changes = arts.changes(Path(out), plan.artifacts)
+    mismatch = lock_mismatch(Path(out))
+    if fmt == "json":
+        emit_json({"files": len(plan.artifacts), "up_to_date": not changes, "lock_mismatch": mismatch,
+                   "changes": [{"path": c.path, "state": c.state, **({"diff": arts.unified_diff(c)} if show_diff else {})}
+                               for c in changes]})
+        sys.exit(1 if changes or mismatch else 0)
+    if mismatch:
+        error(mismatch)
+        if not changes:
+            sys.exit(1)
+    if changes:
+        if show_diff:
+            _print_diff(changes)
+        for d in arts.differences(Path(out), plan.artifacts):
             click.echo(d, err=True)
         click.echo("outputs are stale: run `make render` and commit the result", err=True)
         sys.exit(1)
@@ -51,7 +104,7 @@ def check(catalog, config, scenarios, out):
 @click.command()
 @with_common
 @defaults_option
-@click.option("--out", default=".", show_default=True)
+@out_option
 def test(catalog, config, scenarios, defaults, out):
     """Render, then run promtool on every scenario test in tests/promtool/."""
     config = render_config(config, defaults)
@@ -66,7 +119,7 @@ def test(catalog, config, scenarios, defaults, out):
     try:
         rc, output = run_promtool_test(files)
     except ToolMissing as exc:
-        click.echo(f"error: {exc}", err=True)
+        error(str(exc))
         sys.exit(1)
     click.echo(output.rstrip())
     sys.exit(0 if rc == 0 else 1)
@@ -77,20 +130,34 @@ def test(catalog, config, scenarios, defaults, out):
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def init(directory, force):
     """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
-    from ..init import scaffold
-    written, skipped = scaffold(Path(directory), force)
+    from ..catalog import bundled_catalog_dir, load_catalog
+    from ..init import next_steps, scaffold
+    written, skipped, notes = scaffold(Path(directory), force)
     for rel in written:
-        click.echo(f"wrote {Path(directory, rel)}")
+        click.echo(f"wrote {rel}")
     for rel in skipped:
-        click.echo(f"kept existing {Path(directory, rel)} (use --force to overwrite)")
-    click.echo("next: cd into it, run `make render`, commit, and let CI run `make test`")
+        click.echo(f"kept existing {rel} (use --force to overwrite)")
+    for note in notes:
+        click.echo(f"note: {note}")
+    where = "" if directory == "." else f"cd {directory}, "
+    click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock too); CI runs `make check`, "
+               "lint and the engines.\nThen, in this order:")
+    for i, step in enumerate(next_steps(load_catalog(bundled_catalog_dir())), 1):
+        click.echo(f"  {i}. {step}")
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-@click.option("--config", default=None)
-def lint(files, config):
-    """Offline checks of rendered rule FILES (default alerts/prometheus/*.yaml), in the manner of pint."""
+@config_option
+@click.option("--contract", is_flag=True,
+              help="Also hold rule files rulesgen did not generate to rulesgen's contract (labels severity, "
+                   "failure_mode, action; annotations summary, description, runbook_url, dashboard_url).")
+@format_option
+def lint(files, config, contract, fmt):
+    """Offline checks of rule FILES (default alerts/prometheus/*.yaml), in the manner of pint.
+
+    Rate windows, `for`, long raw windows and instant reads of slow records apply to every file; the
+    rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract."""
     from ..lint import lint_files
     try:
         from ..settings import load_settings
@@ -98,10 +165,15 @@ def lint(files, config):
     except RulesgenError as exc:
         fail(exc)
     paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
-    findings = lint_files(paths, settings.scrape_interval)
-    for f in findings:
-        click.echo(str(f))
-    click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
+    findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None)
+    if fmt == "json":
+        emit_json({"files": [str(p) for p in paths],
+                   "findings": [{"path": f.path, "line": f.line, "col": f.col, "severity": f.severity, "code": f.code,
+                                 "message": f.message} for f in findings]})
+    else:
+        for f in findings:
+            click.echo(styled(str(f)))
+        click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
     sys.exit(1 if findings else 0)
 
 
@@ -109,17 +181,24 @@ def lint(files, config):
 @click.option("--grafana-url", required=True, help="Grafana base URL, e.g. https://grafana.example.com")
 @click.option("--folder", default=None, help="Grafana folder (default: dashboards.folder in rulesgen.yaml, else GPU).")
 @click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per HTTP request.")
-@click.option("--catalog", default=str(bundled_catalog_dir()), show_default="bundled catalog/")
-@click.option("--config", default=None)
-def push_cmd(grafana_url, folder, timeout, catalog, config):
+@click.option("--insecure-http", is_flag=True,
+              help="Allow a plain http:// Grafana URL: the token then crosses the network in clear text.")
+@catalog_option
+@config_option
+def push_cmd(grafana_url, folder, timeout, insecure_http, catalog, config):
     """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
     import json
 
     from ..conventions import folder_uid
-    from ..push import PushError, push
+    from ..push import PushError, check_url, push
+    try:
+        check_url(grafana_url, insecure_http)
+    except PushError as exc:
+        error(str(exc))
+        sys.exit(2)
     token = os.environ.get("GRAFANA_TOKEN", "")
     if not token:
-        click.echo("error: GRAFANA_TOKEN is not set: export a Grafana service-account token with Editor rights", err=True)
+        error("GRAFANA_TOKEN is not set: export a Grafana service-account token with Editor rights")
         sys.exit(2)
     plan = plan_or_fail(catalog, config, None)
     dashboards = [json.loads(a.text) for a in plan.artifacts if a.path.startswith("dashboards/") and a.path.endswith(".json")]
@@ -127,7 +206,7 @@ def push_cmd(grafana_url, folder, timeout, catalog, config):
     try:
         pushed = push(grafana_url, token, dashboards, folder, folder_uid(folder), timeout)
     except PushError as exc:
-        click.echo(f"error: {exc}", err=True)
+        error(str(exc))
         sys.exit(1)
     for d in pushed:
         click.echo(f"  {d.uid}  {d.title:<20} version {d.version}  {d.url}")

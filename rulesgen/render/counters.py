@@ -1,5 +1,12 @@
 """dcgm-exporter counters that enable exactly the fields the rendered rules read, as a CSV (for
-`dcgm-exporter -f`), a Helm values snippet (`customMetrics`) and the chart's ConfigMap."""
+`dcgm-exporter -f`), a Helm values snippet (`customMetrics`) and the chart's ConfigMap, and for the
+NVIDIA GPU Operator a ConfigMap in the operator's namespace with the ClusterPolicy settings naming it.
+
+GPU Operator (controllers/object_controls.go, TransformDCGMExporter): when the ClusterPolicy sets
+`dcgmExporter.config.name`, the operator mounts key `dcgm-metrics.csv` of that ConfigMap (looked up in
+the operator's own namespace) at /etc/dcgm-exporter/dcgm-metrics.csv and points DCGM_EXPORTER_COLLECTORS
+at it; operator releases before that did not set the variable, so the snippet sets it too (harmless on
+newer ones: the same value)."""
 from __future__ import annotations
 
 from ..model import Catalog
@@ -8,6 +15,10 @@ from ..promql_tree import metric_names
 from .yamltext import dump, header
 
 CSV_PATH = "exporter/dcgm-counters.csv"
+GPU_OPERATOR_NAMESPACE = "gpu-operator"        # the operator chart's documented namespace
+GPU_OPERATOR_CONFIGMAP = "rulesgen-dcgm-metrics"
+GPU_OPERATOR_KEY = "dcgm-metrics.csv"          # the key the operator mounts (MetricsConfigFileName)
+GPU_OPERATOR_MOUNT = "/etc/dcgm-exporter/dcgm-metrics.csv"
 
 
 def fields_read(catalog: Catalog, rules: RuleSet) -> list[str]:
@@ -39,7 +50,32 @@ def render_counters(catalog: Catalog, rules: RuleSet, namespace: str) -> list[Ar
                      "labels": {"app.kubernetes.io/managed-by": "rulesgen"}},
         "data": {"metrics": csv}})
     return [Artifact(CSV_PATH, csv), Artifact("exporter/dcgm-exporter-values.yaml", values),
-            Artifact("exporter/dcgm-exporter-metrics-configmap.yaml", configmap)]
+            Artifact("exporter/dcgm-exporter-metrics-configmap.yaml", configmap), *gpu_operator(csv)]
+
+
+def gpu_operator(csv: str) -> list[Artifact]:
+    """The GPU Operator variant: the operator reads counters from a ConfigMap in its own namespace that the
+    ClusterPolicy names; the standalone chart's ConfigMap and values do nothing there."""
+    configmap = header([
+        "GPU Operator: the dcgm-exporter counters rulesgen's rules read, as a ConfigMap in the operator's namespace",
+        f"(change {GPU_OPERATOR_NAMESPACE!r} if your operator runs elsewhere). Apply it, then point the ClusterPolicy at it:",
+        "exporter/gpu-operator-clusterpolicy-patch.yaml (or the same keys as Helm values of the gpu-operator chart).",
+    ]) + dump({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": GPU_OPERATOR_CONFIGMAP, "namespace": GPU_OPERATOR_NAMESPACE,
+                     "labels": {"app.kubernetes.io/managed-by": "rulesgen"}},
+        "data": {GPU_OPERATOR_KEY: csv}})
+    spec = {"dcgmExporter": {"config": {"name": GPU_OPERATOR_CONFIGMAP},
+                             "env": [{"name": "DCGM_EXPORTER_COLLECTORS", "value": GPU_OPERATOR_MOUNT}]}}
+    patch = header([
+        "GPU Operator: ClusterPolicy settings that make dcgm-exporter read the counters in",
+        f"exporter/gpu-operator-dcgm-metrics-configmap.yaml (mounted at {GPU_OPERATOR_MOUNT}).",
+        "Apply:  kubectl patch clusterpolicies.nvidia.com cluster-policy --type merge --patch-file exporter/gpu-operator-clusterpolicy-patch.yaml",
+        "Helm (gpu-operator chart): put the same dcgmExporter keys in its values (dcgmExporter.config.name, dcgmExporter.env).",
+        "A merge patch replaces dcgmExporter.env as a whole: add any variables you already set there.",
+    ]) + dump({"spec": spec})
+    return [Artifact("exporter/gpu-operator-dcgm-metrics-configmap.yaml", configmap),
+            Artifact("exporter/gpu-operator-clusterpolicy-patch.yaml", patch)]
 
 
 def parse_counters(text: str) -> set[str]:
