@@ -271,6 +271,7 @@ def test_errors_are_coloured_on_a_terminal_too(minimal_catalog, tmp_path):
     (minimal_catalog / "failure_modes.yaml").write_text((minimal_catalog / "failure_modes.yaml").read_text()
                                                          .replace("for: ", "for: 5 minutes #", 1))
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    (tmp_path / "none").mkdir()  # an empty scenarios folder (a missing one is a usage error)
     args = ("render", "--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "none"), "--out", str(tmp_path / "o"))
     rc, tty = pty_run(*args, env=env)
     assert rc == 1 and "error\x1b[0m[bad-duration]" in tty, tty
