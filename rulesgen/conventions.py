@@ -26,6 +26,16 @@ def alert_name(failure_mode_id: str, severity: str, severities_in_mode: int) -> 
     return name + severity.capitalize() if severities_in_mode > 1 else name
 
 
+# keep_firing_for of the identity alerts (model.IDENTITY_GROUPS): a fault's alert outlives a gap in its
+# series this short (an exporter restarting, a scrape or two failing: Prometheus marks the series stale at
+# once) without a RESOLVED and a second page. 5m is Prometheus' lookback delta, and exporter_down's `for`:
+# a gap longer than that is exporter_down's to report (and Alertmanager inhibits the node's other alerts).
+IDENTITY_HOLD_SECONDS = 300
+# Template variable an identity alert's summary and description name the job with ($job.namespace,
+# $job.pod): the labels of the workload series on the GPU, queried when the annotation is expanded.
+JOB_VARIABLE = "$job"
+
+
 def recording_group(level: str) -> str:
     return f"{GROUP_PREFIX}-{level}-signals"
 

@@ -9,6 +9,10 @@ SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
 GROUPS = ("health", "efficiency", "baselines", "fleet", "jobs")
 SCOPES = ("gpu", "node", "fleet")
+# Groups whose alerts are about hardware (a GPU, node, link or cluster), not about a job: their label
+# set is the subject's identity only (README "Alert identity"); the job they hit is named in the
+# annotations. Efficiency and jobs alerts are about a job and keep namespace/pod.
+IDENTITY_GROUPS = ("health", "baselines", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
 # XID classes; the alerts drain only on reset, reboot and rma (builders/templates.py: xid.drain).
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")

@@ -22,6 +22,7 @@ class Rule:
     record: str | None = None
     alert: str | None = None
     for_seconds: int = 0
+    keep_firing_for_seconds: int = 0
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = ()
     failure_mode: str | None = None

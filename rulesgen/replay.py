@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from . import processes
-from .builders.promtool_tests import listing_test, per_mode_test, timing_test
+from .builders.promtool_tests import continuity_tests, document, listing_test, per_mode_test, timing_test
 from .promql import label_set
 from .render.yamltext import dump
 from .scenarios import Scenario
@@ -24,6 +24,8 @@ _SERIES = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
 class Fired:
     labels: tuple[tuple[str, str], ...]
     first_firing: int  # seconds from the start of the replay
+    last_firing: int | None = None  # set for the series of a `continuous` expectation
+    steps: int | None = None  # ... and its firing steps from the expectation's after + within on
 
     @property
     def failure_mode(self) -> str:
@@ -94,9 +96,10 @@ def replay(scenario: Scenario, rule_paths: list[Path], failure_modes: list[str])
         work = Path(tmp)
         output = run_test(per_mode_test(scenario, rule_files, order, failure_modes), work, "modes")
         if "err:" not in output:
+            got = got_series(output)
             fired = [Fired(tuple(sorted((k, v) for k, v in labels.items() if k not in ("alertstate", "first_firing"))),
-                           int(float(labels["first_firing"]))) for labels in got_series(output)]
-            return judge(scenario, fired)
+                           int(float(labels["first_firing"]))) for labels in got if "first_firing" in labels]
+            return judge(scenario, fired, [g for g in got if "continuous_index" in g])
         listed = got_series(run_test(listing_test(scenario, rule_files, order), work, "list"))
         fired = []
         if listed:
@@ -108,13 +111,21 @@ def replay(scenario: Scenario, rule_paths: list[Path], failure_modes: list[str])
                 i = int(answer["series_index"])
                 fired.append(Fired(tuple(sorted((k, v) for k, v in listed[i].items() if k != "alertstate")),
                                    int(float(answer["first_firing"]))))
-    return judge(scenario, fired)
+        continuity = []
+        if any(e.continuous for e in scenario.expect):
+            doc = document(scenario, rule_files, order, continuity_tests(scenario))
+            continuity = got_series(run_test(doc, work, "continuity"))
+    return judge(scenario, fired, continuity)
 
 
-def judge(scenario: Scenario, fired: list[Fired]) -> Outcome:
+def judge(scenario: Scenario, fired: list[Fired], continuity: list[dict[str, str]] = ()) -> Outcome:
+    """continuity: the answers of continuity_tests (label sets with continuous_index and last_firing
+    or steps)."""
     fired = sorted(fired, key=lambda f: (f.first_firing, f.labels))
     missing, covered = [], set()
-    for e in scenario.expect:
+    for i, e in enumerate(scenario.expect):
+        if e.continuous:
+            missing += _discontinuities(scenario, e, fired, [c for c in continuity if c.get("continuous_index") == str(i)])
         matches = [f for f in fired if f.failure_mode == e.failure_mode and set(e.labels) <= set(f.labels)]
         covered.update(matches)
         if not matches:
@@ -127,6 +138,41 @@ def judge(scenario: Scenario, fired: list[Fired]) -> Outcome:
             missing.append(f"{e.failure_mode} {dict(e.labels)} fired at {_fmt(first)}, later than {_fmt(e.after + e.within)}")
     unexpected = tuple(f for f in fired if f not in covered and f.failure_mode not in scenario.also_allowed)
     return Outcome(scenario, tuple(fired), tuple(missing), unexpected)
+
+
+def _series_key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    drop = ("alertstate", "continuous_index", "last_firing", "steps", "first_firing")
+    return tuple(sorted((k, v) for k, v in labels.items() if k not in drop))
+
+
+def _discontinuities(scenario: Scenario, e, fired: list[Fired], answers: list[dict[str, str]]) -> list[str]:
+    """What breaks a `continuous` expectation: a resolve (the alert not firing at some step from
+    after + within to the end) or a relabelled twin (more than one label set firing in that range)."""
+    start, end, step = e.after + e.within, scenario.duration, scenario.evaluation_interval
+    last = {_series_key(a): int(float(a["last_firing"])) for a in answers if "last_firing" in a}
+    steps = {_series_key(a): int(float(a["steps"])) for a in answers if "steps" in a}
+    first = {f.labels: f.first_firing for f in fired}
+    what = f"{e.failure_mode} {dict(e.labels)}"
+    in_range = sorted(k for k in steps if steps[k] > 0)
+    if not in_range:
+        return [f"{what} continuous: not firing from {_fmt(start)} to the end"] if first else []
+    out = []
+    if len(in_range) > 1:
+        varying = sorted({k for key in in_range for k, v in key if any(dict(o).get(k) != v for o in in_range)})
+        parts = []
+        for key in sorted(in_range, key=lambda k: (first.get(k, 0), k)):
+            labels = dict(key)
+            shown = ", ".join(f"{k}={labels.get(k, '')!r}" for k in varying)
+            parts.append(f"{{{shown}}} firing {_fmt(first.get(key, start))}-{_fmt(last.get(key, end))}")
+        out.append(f"{what} continuous: RELABELLED TWIN, {len(in_range)} label sets fired from {_fmt(start)} on, "
+                   f"differing in {', '.join(varying)}: " + "; ".join(parts))
+    expected = (end - start) // step + 1
+    if len(in_range) == 1 and (steps[in_range[0]] < expected or last.get(in_range[0], end) < end):
+        total, at = steps[in_range[0]], last.get(in_range[0], end)
+        gap = f"RESOLVED at {_fmt(at + step)}" if at < end else "RESOLVED and fired again"
+        out.append(f"{what} continuous: {gap}: firing at {total} of the {expected} evaluation steps from "
+                   f"{_fmt(start)} to the end ({_fmt(end)})")
+    return out
 
 
 def _fmt(seconds: int) -> str:

@@ -56,6 +56,7 @@ class Expectation:
     labels: tuple[tuple[str, str], ...]
     after: int
     within: int
+    continuous: bool = False  # firing at every step from after + within to the end, as one label set
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,14 @@ def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] 
         pairs = ef.str_map("labels", "expect.labels")
         after = ef.duration("after", required=True, default=0)
         within = ef.duration("within", required=True, default=0)
+        continuous = ef.bool("continuous", default=False)
         if after is not None and duration is not None and after >= duration:
             errors.add(ef.at("after"), "bad-value", f"expect.after ({after}s) must be before the end of the replay ({duration}s)")
+        if continuous and after is not None and within is not None and duration is not None and after + within >= duration:
+            errors.add(ef.at("continuous"), "bad-value", f"expect.continuous: after + within ({after + within}s) must be "
+                       f"before the end of the replay ({duration}s)")
         if fm is not None:
-            expect.append(Expectation(fm, pairs, after or 0, within or 0))
+            expect.append(Expectation(fm, pairs, after or 0, within or 0, bool(continuous)))
         ef.done()
     also = f.str_list("also_allowed")
     aw = f.at("also_allowed")

@@ -9,6 +9,7 @@ from rulesgen import conventions, promql_print, promql_tree
 from conftest import ROOT, run_cli
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.model import IDENTITY_GROUPS
 
 DESIGN_FAILURE_MODES = {
     "gpu_lost", "ecc_uncorrectable", "ecc_correctable_rate", "memory_remap", "xid_error", "thermal_throttling",
@@ -70,9 +71,13 @@ def test_every_alert_carries_the_contract(rendered):
         assert a["alert"].startswith("GPU") and a["for"], a["alert"]
         assert "$value" not in "".join(labels.values()), a["alert"]
         fm = catalog.failure_mode(labels["failure_mode"])
-        if fm.scope == "gpu":
-            # Which job: the pod on the GPU is joined into every GPU-scope alert.
-            assert "group_left (namespace, pod)" in a["expr"], a["alert"]
+        if fm.scope == "gpu" and fm.group in IDENTITY_GROUPS:
+            # About the GPU: its identity only (the job is named in the annotations), held through gaps.
+            assert "group_left (namespace, pod)" not in a["expr"] and a["keep_firing_for"] == "5m", a["alert"]
+            assert "{{ $labels.gpu }}" in ann["summary"] + ann["description"], a["alert"]
+        elif fm.scope == "gpu":
+            # About a job: the pod on the GPU is joined into every GPU-scope efficiency and job alert.
+            assert "group_left (namespace, pod)" in a["expr"] and "keep_firing_for" not in a, a["alert"]
             assert "{{ $labels.gpu }}" in ann["summary"] + ann["description"], a["alert"]
 
 

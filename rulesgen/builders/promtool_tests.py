@@ -1,7 +1,9 @@
 """Scenarios -> promtool unit-test documents.
 
 Each expectation becomes a promql_expr_test whose answer is 1 exactly when the alert first fired
-inside [after, after + within]; one more test lists every firing alert that no expectation or
+inside [after, after + within]; a `continuous: true` expectation adds one whose answer is 1 exactly
+when the alert was firing at every evaluation step from after + within to the end, as one label set
+(no resolve, no relabelled twin); one more test lists every firing alert that no expectation or
 also_allowed covers and expects none. First-firing times come from a subquery over
 timestamp(ALERTS), filtered to few series so that promtool's 10,000-sample limit holds.
 """
@@ -32,6 +34,44 @@ def expectation_expr(s: Scenario, e: Expectation, first_firing=first_firing_expr
     return f"({first} >= bool {e.after}) * ({first} <= bool {e.after + e.within})"
 
 
+def continuous_range(s: Scenario, e: Expectation) -> str:
+    """From after + within to the end of the replay: one second more than their distance, so that the
+    step at after + within is inside both Prometheus 3's left-open and 2.x's closed ranges, and the
+    step before it is not."""
+    return format_duration(s.duration - (e.after + e.within) + 1)
+
+
+def expect_matchers(e: Expectation) -> dict[str, str]:
+    return {"failure_mode": e.failure_mode, **dict(e.labels)}
+
+
+def continuous_expr(s: Scenario, e: Expectation) -> str:
+    """1 when the expected alert fired at every evaluation step from after + within to the end
+    (a subquery at the evaluation step over one count: few samples) as exactly one label set (one
+    distinct ALERTS series in that range: a relabelled twin makes two)."""
+    alerts, window = firing(expect_matchers(e)), continuous_range(s, e)
+    step = format_duration(s.evaluation_interval)
+    return (f"(min_over_time((count({alerts}) or vector(0))[{window}:{step}]) >= bool 1)\n"
+            f"* (count(max_over_time({alerts}[{window}])) == bool 1)")
+
+
+def continuity_tests(s: Scenario) -> list[dict]:
+    """For `rulesgen replay`: per continuous expectation i, each matching series' last firing time and
+    its number of firing steps from after + within on (labels last_firing / steps, tagged
+    continuous_index="i"), so a resolve or a relabelled twin can be named."""
+    tests = []
+    step = format_duration(s.evaluation_interval)
+    for i, e in enumerate(s.expect):
+        if not e.continuous:
+            continue
+        alerts = firing(expect_matchers(e))
+        for expr in (f'count_values without () ("last_firing", max_over_time(timestamp({alerts})[{replay_range(s)}:{step}]))',
+                     f'count_values without () ("steps", count_over_time({alerts}[{continuous_range(s, e)}]))'):
+            tests.append({"expr": f'label_replace({expr}, "continuous_index", "{i}", "", "")',
+                          "eval_time": format_duration(s.duration), "exp_samples": []})
+    return tests
+
+
 def unexpected_expr(s: Scenario) -> str:
     window = replay_range(s)
     expected = sorted({e.failure_mode for e in s.expect} - set(s.also_allowed))
@@ -53,6 +93,8 @@ def unexpected_expr(s: Scenario) -> str:
 def scenario_test(s: Scenario, rule_files: list[str], group_order: list[str]) -> dict:
     tests = [{"expr": expectation_expr(s, e), "eval_time": format_duration(s.duration),
               "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect]
+    tests += [{"expr": continuous_expr(s, e), "eval_time": format_duration(s.duration),
+               "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect if e.continuous]
     tests.append({"expr": unexpected_expr(s), "eval_time": format_duration(s.duration), "exp_samples": []})
     return document(s, rule_files, group_order, tests)
 
@@ -69,7 +111,7 @@ def per_mode_test(s: Scenario, rule_files: list[str], group_order: list[str], fa
     tests = [{"expr": f'count_values without () ("first_firing", min_over_time(timestamp({firing({"failure_mode": fm})})'
                       f'[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))',
               "eval_time": format_duration(s.duration), "exp_samples": []} for fm in failure_modes]
-    return document(s, rule_files, group_order, tests)
+    return document(s, rule_files, group_order, tests + continuity_tests(s))
 
 
 def timing_test(s: Scenario, rule_files: list[str], group_order: list[str], fired: list[dict[str, str]]) -> dict:

@@ -1,11 +1,11 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from .. import conventions, covers, jobmetrics, promql, promql_tree, rule_graph
+from .. import conventions, covers, jobmetrics, promql, promql_print, promql_tree, rule_graph
 from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
-from ..model import BASELINE_MODE, BASELINE_THRESHOLDS, Catalog, FailureMode
+from ..model import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..settings import Settings
 from . import baselines, templates
@@ -188,8 +188,11 @@ def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str
                 settings: Settings, index_in_group: int) -> Rule:
     mode = settings.for_mode(fm.id)
     severity = dict(mode.severity).get(spec.severity, spec.severity)
-    if fm.scope == "gpu":
+    identity = fm.group in IDENTITY_GROUPS
+    if fm.scope == "gpu" and not identity:
         expr = _with_workload(expr, workload_from, settings)
+    if identity and fm.scope == "gpu" and workload_from:
+        summary, description = (_naming_job(text, workload_from, settings) for text in (summary, description))
     labels = {**dict(settings.extra_labels), "severity": severity, "failure_mode": fm.id, "action": spec.action}
     annotations = {
         "summary": summary,
@@ -201,6 +204,7 @@ def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str
     return Rule(
         alert=conventions.alert_name(fm.id, spec.severity, len(fm.alerts)), expr=expr,
         for_seconds=mode.for_seconds if mode.for_seconds is not None else spec.for_seconds,
+        keep_firing_for_seconds=conventions.IDENTITY_HOLD_SECONDS if identity else 0,
         labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())), failure_mode=fm.id,
         source=spec.where)
 
@@ -252,6 +256,24 @@ def _with_workload(expr: str, workload_from: str, settings: Settings) -> str:
     wl = promql.by(settings.workload_labels)
     inner = _indent(expr.strip(), 2)
     return f"(\n{inner}\n)\n* on ({on}) group_left ({wl}) {workload_from}"
+
+
+def _naming_job(text: str, workload_from: str, settings: Settings) -> str:
+    """An identity alert names the job on its GPU in its annotations, not its labels (a pod deleted or
+    rescheduled must not resolve the alert or open a second one): when the template reads $job, it is
+    prefixed with a query of workload_from for this GPU (its identity matchers added to every selector),
+    whose first answer's labels become $job ($job.namespace, $job.pod; empty when no pod holds it).
+    Prometheus and vmalert expand annotations with `query` at every evaluation, so the annotation
+    follows the job while the label set stays."""
+    var = conventions.JOB_VARIABLE
+    if var + "." not in text:
+        return text
+    marker = "\x00"
+    query = promql_print.with_matchers(workload_from, lambda s: [f"{label}={marker}" for label in settings.gpu_identity])
+    query = query.replace("%", "%%").replace(marker, "%q")
+    args = " ".join(f'(index $labels "{label}")' for label in settings.gpu_identity)
+    return (f"{{{{ {var} := $labels }}}}{{{{ with query (printf `{query}` {args}) }}}}"
+            f"{{{{ {var} = (index . 0).Labels }}}}{{{{ end }}}}{text}")
 
 
 def _indent(text: str, n: int) -> str:

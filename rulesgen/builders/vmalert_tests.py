@@ -25,7 +25,7 @@ from ..durations import format_duration
 from ..output import Rule, RuleFile, RuleGroup
 from ..rule_graph import Graph
 from ..scenarios import Expectation, Scenario
-from .promtool_tests import document, expectation_expr, first_firing_expr, unexpected_expr
+from .promtool_tests import continuous_expr, document, expectation_expr, first_firing_expr, unexpected_expr
 
 TESTS_DIR = "tests/vmalert"
 RULES_DIR = "tests/vmalert/rules"
@@ -83,5 +83,8 @@ def scenario_test(s: Scenario, rule_files: list[str], group_order: list[str]) ->
     eval_time = format_duration(s.duration)
     tests = [{"expr": vm_expectation_expr(s, e), "eval_time": eval_time, "exp_samples": [{"labels": "{}", "value": 1}]}
              for e in s.expect]
+    # The continuity check reads only ranges ending at eval_time: no epoch to correct.
+    tests += [{"expr": continuous_expr(s, e), "eval_time": eval_time, "exp_samples": [{"labels": "{}", "value": 1}]}
+              for e in s.expect if e.continuous]
     tests.append({"expr": unexpected_expr(s), "eval_time": eval_time, "exp_samples": []})
     return document(s, rule_files, group_order, tests, key="metricsql_expr_test")

@@ -15,6 +15,8 @@ def rule_dict(rule: Rule) -> dict:
     out["expr"] = rule.expr
     if rule.alert:
         out["for"] = format_duration(rule.for_seconds)
+        if rule.keep_firing_for_seconds:
+            out["keep_firing_for"] = format_duration(rule.keep_firing_for_seconds)
     if rule.labels:
         out["labels"] = dict(rule.labels)
     if rule.annotations:

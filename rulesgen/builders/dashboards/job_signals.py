@@ -61,11 +61,13 @@ def _hardware_alerts_panel(ctx, reads: Reads):
     """The firing alerts of reads.alerts_of (the hardware faults a ghost loss is suspected after)."""
     s = ctx.settings
     _, _, gpu = _legends(ctx)
-    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    gpus = ctx.variables.matchers(("cluster", "host", "gpu"))
+    held = ctx.workload_info(f'{s.pod_label}!=""')
     modes = "|".join(m.id for m in reads.alerts_of)
     by = promql.by(("alertname", s.host_label, "gpu"))
-    expr = (f'count by ({by}) (ALERTS{{alertstate="firing", failure_mode=~"{modes or "none"}", {pods}, '
-            f'{s.pod_label}!=""}})')
+    # Hardware alerts carry the GPU's identity only: the selected pods are those holding their GPUs.
+    expr = (f'count by ({by}) (\n  ALERTS{{alertstate="firing", failure_mode=~"{modes or "none"}", {gpus}}}\n'
+            f'    * on ({ctx.gpu_id}) group_left () {held}\n)')
     return time_series(HARDWARE_TITLE, describe(
         "Firing hardware alerts (uncorrectable ECC, XID, thermal throttling) on the GPUs of the selected pods, one "
         "series per alert and GPU. A loss that stalls or diverges after one of them is a suspected ghost loss.",

@@ -83,8 +83,15 @@ def per_gpu_panels(ctx: Context) -> list[Panel]:
 
 def pods_alerts_panel(ctx: Context) -> Panel:
     pods = ctx.variables.matchers(("cluster", "namespace", "pod"))
+    pod = ctx.settings.pod_label
+    held = ctx.workload_info(f'{pod}!=""')
+    # Efficiency and job alerts name the pod in their labels; hardware alerts carry the GPU's identity
+    # only (README "Alert identity"): they are joined to the pod holding their GPU.
+    expr = (f'count by (alertname, failure_mode) (\n  ALERTS{{alertstate="firing", {pods}, {pod}!=""}}\n'
+            f'  or ALERTS{{alertstate="firing", {ctx.variables.matchers(("cluster",))}, {pod}=""}}\n'
+            f'    * on ({ctx.gpu_id}) group_left ({promql.by(ctx.settings.workload_labels)}) '
+            f'{held}\n)')
     return time_series("Firing alerts on the selected pods' GPUs", describe(
-        "Firing alerts that name one of the selected pods, per alert.", "no series.",
-        "follow the alert's runbook_url; efficiency alerts go to the job owner."),
-        "short", [target(f'count by (alertname, failure_mode) (ALERTS{{alertstate="firing", {pods}, '
-                         f'{ctx.settings.pod_label}!=""}})', "{{alertname}}")], runbook_link(ctx, None), stacked=True)
+        "Firing alerts that name one of the selected pods, or that are about a GPU one of them holds, per alert.",
+        "no series.", "follow the alert's runbook_url; efficiency alerts go to the job owner."),
+        "short", [target(expr, "{{alertname}}")], runbook_link(ctx, None), stacked=True)
