@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -48,6 +49,9 @@ class Server:
                     pass
                 raise processes.NotReady(f"port {self.port} is already in use")
             processes.wait_ready(self.proc, self.url + self.ready_path, timeout=self.timeout, poll=0.1)
+            time.sleep(0.5)  # a server can answer its health check, then give up on the rest of its config
+            if self.proc.poll() is not None:
+                raise processes.NotReady(f"exited ({self.proc.returncode}) just after it answered")
         except processes.NotReady as exc:
             self.stop()
             raise RuntimeError(f"{self.name} ({self.cmd[0]}): {exc}; its log ends:\n{self.tail()}") from None
