@@ -1,0 +1,169 @@
+"""Alert identity (README "Alert identity"): hardware alerts carry their subject's identity only, the
+job is named in the annotations, `continuous:` expectations, and lint's alert-identity check."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import errors_of, run_cli, tool
+from rulesgen import label_flow
+from rulesgen.builders.promtool_tests import continuous_expr
+from rulesgen.lint import NOT_IDENTITY, lint_files
+from rulesgen.model import IDENTITY_GROUPS
+from rulesgen.replay import Fired, judge
+from rulesgen.scenarios import Expectation, load_scenario
+
+HEALTH_GROUP = "rulesgen-health-alerts"
+
+
+def _records(rendered):
+    rules = [r for f in sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))
+             for g in yaml.safe_load(f.read_text())["groups"] for r in g["rules"]]
+    return rules, label_flow.record_labels([(r["record"], r["expr"]) for r in rules if "record" in r])
+
+
+def test_hardware_alerts_carry_their_subject_only(rendered):
+    """No workload, scrape or driver label can reach a health, baselines or fleet alert; efficiency and
+    job alerts keep the pod they are about."""
+    rules, records = _records(rendered)
+    by_file = {}
+    for f in sorted((rendered / "alerts" / "prometheus").glob("*.yaml")):
+        for g in yaml.safe_load(f.read_text())["groups"]:
+            for r in g["rules"]:
+                if "alert" in r:
+                    by_file[r["alert"]] = f.stem
+    for r in rules:
+        if "alert" not in r:
+            continue
+        carried = label_flow.output_labels(r["expr"], records)
+        assert not carried.open, r["alert"]
+        if by_file[r["alert"]] in IDENTITY_GROUPS:
+            allowed = {"instance"} if r["labels"]["failure_mode"] in ("exporter_down", "telemetry_blind_spot") else set()
+            assert not (set(NOT_IDENTITY) - allowed) & carried.known, (r["alert"], sorted(carried.known))
+        elif by_file[r["alert"]] in ("efficiency", "jobs"):
+            assert {"namespace", "pod"} <= carried.known, r["alert"]
+
+
+def test_label_flow_follows_matching_and_aggregation():
+    records = {"gpu:x:info": label_flow.LabelSet(frozenset({"gpu", "pod"}))}
+    carried = lambda e: sorted(label_flow.output_labels(e, records).known)  # noqa: E731
+    assert carried('max by (gpu, UUID) (DCGM_FI_DEV_GPU_TEMP{job="x"})') == ["UUID", "gpu"]
+    assert carried("a:b:c * on (gpu) group_left (pod) gpu:x:info") == ["pod"]  # a:b:c: no rule, raw
+    assert label_flow.output_labels("a:b:c * on (gpu) group_left (pod) gpu:x:info", records).open
+    assert carried("max by (gpu) (up) > on (gpu) gpu:x:info") == ["gpu"]  # one-to-one on (): the on labels
+    assert carried('label_replace(max by (gpu) (up), "xid", "$1", "e", "(.*)") or gpu:x:info') == ["gpu", "pod", "xid"]
+    assert carried("max by (gpu) (up) unless on (gpu) gpu:x:info") == ["gpu"]
+    assert carried("topk by (gpu) (1, last_over_time(gpu:x:info[1h])) * 0 + time()") == ["gpu", "pod"]
+
+
+def test_lint_flags_a_hardware_alert_that_names_the_pod(tmp_path):
+    planted = tmp_path / "planted.yaml"
+    body = """\
+  - alert: {name}
+    expr: |
+      (gpu:dcgm_ecc_dbe_volatile:max > 0)
+      * on (Hostname, gpu, UUID) group_left (namespace, pod) gpu:dcgm_workload:info
+    for: 1m
+    labels: {{action: drain, failure_mode: ecc_uncorrectable, severity: critical}}
+    annotations: {{summary: s, description: d, runbook_url: r, dashboard_url: u}}
+"""
+    planted.write_text(f"""\
+groups:
+- name: rulesgen-gpu-signals
+  rules:
+  - record: gpu:dcgm_ecc_dbe_volatile:max
+    expr: max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)
+  - record: gpu:dcgm_workload:info
+    expr: group by (Hostname, gpu, UUID, namespace, pod) (DCGM_FI_DEV_GPU_TEMP)
+- name: {HEALTH_GROUP}
+  rules:
+{body.format(name="GPUECCUncorrectable")}
+  - alert: GPURawTemp
+    expr: DCGM_FI_DEV_GPU_TEMP > 90
+    for: 1m
+    labels: {{action: investigate, failure_mode: thermal_throttling, severity: warning}}
+    annotations: {{summary: s, description: d, runbook_url: r, dashboard_url: u}}
+- name: rulesgen-efficiency-alerts
+  rules:
+{body.format(name="GPUJobAlert")}
+""")
+    found = [(f.line, f.code, f.message.split(":")[0]) for f in lint_files([planted])]
+    assert found == [(10, "alert-identity", "GPUECCUncorrectable"), (18, "alert-identity", "GPURawTemp")]
+    messages = [f.message for f in lint_files([planted])]
+    assert "can carry pod, namespace" in messages[0] and "unaggregated" in messages[1]
+    result = run_cli("lint", str(planted))
+    assert result.returncode == 1 and "alert-identity" in result.stdout
+
+
+def _scenario(tmp_path, expect: str):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\ndescription: d\ninterval: 1m\nduration: 1h\n"
+                    "series:\n  - series: 'up{job=\"dcgm-exporter\"}'\n    values: '1x60'\n"
+                    f"expect:\n  - failure_mode: gpu_lost\n    after: 10m\n    within: 5m\n{expect}")
+    return path
+
+
+def test_continuous_is_parsed_and_checked(tmp_path):
+    s = load_scenario(_scenario(tmp_path, "    continuous: true\n"), ["gpu_lost"])
+    assert s.expect[0].continuous
+    path = _scenario(tmp_path, "    continuous: 'yes'\n")
+    assert errors_of(load_scenario, path, ["gpu_lost"]) == [
+        f"{path}:12:5: error[bad-type]: expect.continuous must be true or false, got 'yes'"]
+    late = tmp_path / "late.yaml"
+    late.write_text(_scenario(tmp_path, "    continuous: true\n").read_text().replace("after: 10m", "after: 58m"))
+    assert "error[bad-value]: expect.continuous: after + within (3780s) must be before the end" in \
+        errors_of(load_scenario, late, ["gpu_lost"])[0]
+    # from after + within (15m) to the end: 45m, and one second so the step at 15m is inside
+    expr = continuous_expr(s, s.expect[0])
+    assert "[45m1s:1m]" in expr and "count(max_over_time(" in expr
+
+
+def test_replay_names_a_resolve_and_a_relabelled_twin(tmp_path):
+    s = load_scenario(_scenario(tmp_path, "    continuous: true\n"), ["gpu_lost"])
+    a = (("failure_mode", "gpu_lost"), ("gpu", "3"), ("pod", "train-3"))
+    b = (("failure_mode", "gpu_lost"), ("gpu", "3"))
+    twin = judge(s, [Fired(a, 660), Fired(b, 1500)], [
+        {**dict(a), "continuous_index": "0", "last_firing": "1200"}, {**dict(b), "continuous_index": "0", "last_firing": "3600"},
+        {**dict(a), "continuous_index": "0", "steps": "6"}, {**dict(b), "continuous_index": "0", "steps": "36"}])
+    assert not twin.ok and "RELABELLED TWIN" in twin.missing[0] and "pod='train-3'" in twin.missing[0]
+    resolved = judge(s, [Fired(b, 660)], [{**dict(b), "continuous_index": "0", "last_firing": "3000"},
+                                          {**dict(b), "continuous_index": "0", "steps": "36"}])
+    assert "RESOLVED at 0h51m00s" in resolved.missing[0]
+    steady = judge(s, [Fired(b, 660)], [{**dict(b), "continuous_index": "0", "last_firing": "3600"},
+                                        {**dict(b), "continuous_index": "0", "steps": "46"}])
+    assert steady.ok
+    assert Expectation("gpu_lost", (), 0, 0).continuous is False
+
+
+@pytest.mark.engines
+@pytest.mark.parametrize("engine", ["promtool", "promtool-2.42", "vmalert-tool"])
+def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, engine):
+    """The description of a hardware alert queries the GPU's workload (here GPULost's: the last 3 hours),
+    on every engine the rules promise."""
+    health = yaml.safe_load((rendered / "alerts" / "prometheus" / "health.yaml").read_text())
+    rule = next(r for g in health["groups"] for r in g["rules"] if r.get("alert") == "GPULost")
+    rule["expr"] = "gpu:dcgm_ecc_dbe_volatile:max > 0"
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [rule]}]}))
+    gpu = 'Hostname="n1", gpu="3", UUID="GPU-x"'
+    labels = {"Hostname": "n1", "gpu": "3", "UUID": "GPU-x", "modelName": "H100", "severity": "critical",
+              "failure_mode": "gpu_lost", "action": "drain"}
+    test = {"interval": "1m", "input_series": [
+        {"series": f'gpu:dcgm_ecc_dbe_volatile:max{{{gpu}, modelName="H100"}}', "values": "1x20"},
+        {"series": f'gpu:dcgm_workload:info{{{gpu}, namespace="ml", pod="train-3"}}', "values": "1x5"}],
+        "alert_rule_test": [{"eval_time": "10m", "alertname": "GPULost", "groupname": "g", "exp_alerts": [
+            {"exp_labels": labels, "exp_annotations": {**rule["annotations"], "description": "GPU 3 (GPU-x, H100) on n1 "
+             "stopped reporting while the node's dcgm-exporter still answers, or reported XID 79 (fallen off the bus). "
+             "Job ml/train-3 has crashed or is hanging. Drain the node and reset or reseat the GPU.",
+             "summary": "GPU 3 on n1 is lost",
+             "dashboard_url": rule["annotations"]["dashboard_url"].replace("{{ $labels.Hostname }}", "n1")
+                                                                  .replace("{{ $labels.gpu }}", "3")}}]}]}
+    if engine != "vmalert-tool":
+        del test["alert_rule_test"][0]["groupname"]
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+                                                        "tests": [test]}))
+    args = [tool(engine), "unittest", "--files", "test.yaml"] if engine == "vmalert-tool" else \
+        [tool(engine), "test", "rules", "test.yaml"]
+    proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
