@@ -167,3 +167,23 @@ def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, engine):
         [tool(engine), "test", "rules", "test.yaml"]
     proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_hardware_annotations_read_the_job_from_the_query(rendered):
+    """A hardware alert has no namespace/pod label: its templates read them from $job, never $labels."""
+    for f in IDENTITY_GROUPS:
+        path = rendered / "alerts" / "prometheus" / f"{f}.yaml"
+        for g in yaml.safe_load(path.read_text())["groups"]:
+            for r in g["rules"]:
+                text = " ".join(r.get("annotations", {}).values())
+                assert "$labels.pod" not in text and "$labels.namespace" not in text, r.get("alert") or r["record"]
+                if "$job." in text:
+                    assert "{{ with query (printf `" in text, r["alert"]
+
+
+def test_alertmanager_groups_and_inhibits_by_identity(rendered):
+    config = yaml.safe_load((rendered / "alertmanager" / "rulesgen.yaml").read_text())
+    routes = [config["route"], *config["route"].get("routes", [])]
+    used = {label for r in routes for label in r.get("group_by", [])}
+    used |= {label for rule in config.get("inhibit_rules", []) for label in rule.get("equal", [])}
+    assert used and not used & set(NOT_IDENTITY), sorted(used)

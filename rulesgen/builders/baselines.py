@@ -103,8 +103,8 @@ def _once_per(expr: str, record: str, period: str) -> str:
 
 
 def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
-    """The baseline_deviation alert, labelled `signal` and `baseline` (history, node_peers,
-    fleet_peers) and valued with its z. Signals are compared all at once, with their floors, minimum
+    """The baseline_deviation alert, labelled `signal` and valued with its largest z over the baselines
+    (history, history_vs_node, node_peers, fleet_peers). Signals are compared all at once, with their floors, minimum
     deviations and directions as small constant vectors keyed by `signal`: every series selector
     costs an index lookup at each evaluation, so one term per group of signals sharing a "same load"
     guard, not one per signal."""
@@ -130,7 +130,12 @@ def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
                 if b.alert_signal:
                     term = f'label_replace(\n  (\n{_indent(term, 4)}\n  ),\n  "signal", "{b.alert_signal}", "signal", "{b.signal}"\n)'
             terms.append(_labelled(term, "history_vs_node" if reads_peers else "history"))
-    return "\nor\n".join(terms)
+    # One alert per GPU and signal whichever baselines see the deviation (a GPU far from its history
+    # and its peers at once, or judged by its peers first and its history later, is one fault): the
+    # kind of baseline is not part of the alert's identity; the value is the largest z.
+    by = ", ".join((*settings.gpu_labels, "signal"))
+    body = "\nor\n".join(terms)
+    return f"max by ({by}) (\n{_indent(body, 2)}\n)"
 
 
 def _param(values: dict[str, float]) -> str:
