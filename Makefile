@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: render test test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
+.PHONY: render test test-live test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ check: $(STAMP)
 test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
+
+# An alert's whole trip through running servers (synthetic dcgm-exporter -> Prometheus 3.5, and
+# victoria-metrics + vmalert -> Alertmanager -> webhook): ~20 minutes, both engines at once; writes benchmarks/results/live-latency.md.
+test-live: $(STAMP) tools
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -s -m live tests/live
 
 # Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
 test-vm-all: $(STAMP) tools
@@ -46,6 +51,7 @@ FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
 
 bench: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/latency.py
+	$(BIN)/python benchmarks/live_latency.py
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py --skip-latency
 	$(BIN)/python benchmarks/fleet.py $(FLEET_ARGS)
 
