@@ -72,6 +72,9 @@ def test_alertmanager_config_passes_amtool_and_routes_by_severity(rendered):
     assert {"failure_mode=\"gpu_lost\""} == set(doc["inhibit_rules"][0]["source_matchers"])
     assert doc["inhibit_rules"][0]["equal"] == ["cluster", "Hostname", "gpu", "UUID"]
     assert doc["route"]["routes"][0]["group_by"] == ["cluster", "Hostname", "failure_mode"]
+    # routes[0] is what users merge under their own root: it carries the catalog's timings itself.
+    timings = {k: doc["route"]["routes"][0].get(k) for k in ("group_wait", "group_interval", "repeat_interval")}
+    assert timings == {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"}
 
 
 def test_amtool_rejects_a_broken_config(tmp_path, rendered):

@@ -23,16 +23,20 @@ def render_alertmanager(settings: Settings, routing: Routing, covers: list[Inhib
     am = settings.alertmanager
     host, cluster = settings.host_label, settings.cluster_label
     receiver = {"page": am.page_receiver, "ticket": am.ticket_receiver, "none": am.null_receiver}
+    # The timings sit on routes[0] too: it is the part users merge under their own root, whose timings
+    # it would otherwise inherit.
+    timings = {"group_wait": format_duration(routing.group_wait),
+               "group_interval": format_duration(routing.group_interval),
+               "repeat_interval": format_duration(routing.repeat_interval)}
     route = {
         "receiver": am.null_receiver,
         "group_by": [cluster, host, "failure_mode"],
-        "group_wait": format_duration(routing.group_wait),
-        "group_interval": format_duration(routing.group_interval),
-        "repeat_interval": format_duration(routing.repeat_interval),
+        **timings,
         "routes": [{
             "matchers": ['failure_mode=~".+"'],
             "receiver": am.null_receiver,
             "group_by": [cluster, host, "failure_mode"],
+            **timings,
             "routes": [{"matchers": [f'severity="{r.severity}"'], "receiver": receiver[r.receiver],
                         **({"repeat_interval": format_duration(r.repeat_interval)} if r.repeat_interval else {})}
                        for r in routing.severities],
@@ -52,9 +56,9 @@ def render_alertmanager(settings: Settings, routing: Routing, covers: list[Inhib
     doc = {"route": route, "inhibit_rules": inhibit, "receivers": receivers}
     text = header([
         "Alertmanager routing for rulesgen alerts. A complete config that `amtool check-config` accepts:",
-        "merge `route.routes[0]` into your route tree, `inhibit_rules` into yours, and give the receivers",
-        "their integrations (the page receiver to your pager, the ticket receiver to your queue; the",
-        "null receiver has none: info alerts are for dashboards and job owners).",
+        "merge `route.routes[0]` (it carries its own timings) into your route tree, `inhibit_rules` into",
+        "yours, and give the receivers their integrations (the page receiver to your pager, the ticket",
+        "receiver to your queue; the null receiver has none: info alerts are for dashboards and job owners).",
     ]) + dump(doc)
     return Artifact(PATH, text)
 
