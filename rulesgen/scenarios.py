@@ -1,4 +1,4 @@
-"""Scenario files (fixtures/scenarios/*.yaml, format in DESIGN.md section 3) -> frozen Scenarios."""
+"""Scenario files (fixtures/scenarios/*.yaml, format in fixtures/README.md) -> frozen Scenarios."""
 from __future__ import annotations
 
 import re
