@@ -125,7 +125,10 @@ class Context:
     def selected_gpus(self, expr: str) -> str:
         """Keep the GPUs the variables select ("All" keeps GPUs without a pod too). Filtering the
         result rather than every selector keeps inline peer aggregations (a node's newest sample)
-        computed over all the node's GPUs."""
+        computed over all the node's GPUs. A scalar (a threshold such as `time() - 120`) selects
+        no GPU and is drawn as it is: PromQL matches only vectors."""
+        if not promql_tree.selectors(expr):
+            return expr
         gpus = self.gpu_series("gpu:dcgm_reporting:timestamp")
         return f"({expr})\n  and on ({self.gpu_id}) {gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"
 
