@@ -26,7 +26,7 @@ test: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
 # An alert's whole trip through running servers (synthetic dcgm-exporter -> Prometheus 3.5, and
-# victoria-metrics + vmalert -> Alertmanager -> webhook): ~20 minutes, both engines at once; writes benchmarks/results/live-latency.md.
+# victoria-metrics + vmalert -> Alertmanager -> webhook): ~18 minutes, both engines at once; writes benchmarks/results/live-latency.md.
 test-live: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -s -m live tests/live
 
