@@ -13,7 +13,7 @@ from .. import conventions, jobmetrics, promql
 from ..errors import Collector, Where
 from ..durations import format_duration
 from ..fields import did_you_mean
-from ..model import Catalog, FailureMode
+from ..model import HEALTH_CLASSES, Catalog, FailureMode
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
@@ -129,7 +129,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
     xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
     xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
-    health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in ("drain", "investigate")}
+    health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 
     return {
         "sel": sel,

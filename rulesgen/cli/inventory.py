@@ -158,6 +158,9 @@ def explain(failure_mode, catalog, config, scenarios, fmt):
     if health is not None and health.failure_mode == fm.id:
         click.echo(f"\nDCGM CODES (catalog/dcgm_health.yaml, label {health.label})")
         click.echo(wrap("drain (critical on FAIL): " + ", ".join(c.code for c in health.codes if c.health_class == "drain")))
+        normal = [c.code for c in health.codes if c.health_class == "normal"]
+        if normal:
+            click.echo(wrap("normal operation at a configured limit (never alerted): " + ", ".join(normal)))
         click.echo(wrap("every other code: warning, investigate"))
     click.echo("\nRUNBOOK\n  Check:")
     for line in fm.runbook.check:
