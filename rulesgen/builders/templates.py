@@ -154,7 +154,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "pod": settings.pod_label,
         "workload_regex": settings.workload_regex.replace("\\", "\\\\").replace('"', '\\"'),
         "limit": _Lookup("gpu model limit", {k: conventions.limit_record(k) for k in catalog.limit_keys}),
-        # A GPU's effective limit (its own DCGM report, else the table): one series per GPU, join `on ([[ gpu_id ]])`.
+        # A GPU's effective limit (its own DCGM report, else the table): one series per GPU, join `on ([[ gpu_id ]]) group_left ()`.
         "gpu_limit": _Lookup("limit a GPU reports itself (gpu_models.yaml own_limits)",
                              {o.key: conventions.gpu_limit_record(o.key) for o in catalog.own_limits}),
         "xid": _Lookup("XID class", xid),
