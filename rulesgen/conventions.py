@@ -68,6 +68,15 @@ def limit_record(key: str) -> str:
     return f"{LIMIT_PREFIX}{key}:value"
 
 
+GPU_LIMIT_PREFIX = "gpu:dcgm_limit_"
+
+
+def gpu_limit_record(key: str) -> str:
+    """A GPU's effective limit, one series per GPU: its own DCGM report where exported, else its model's
+    table value, else the default, e.g. gpu:dcgm_limit_gpu_max_operating_temp_c:value."""
+    return f"{GPU_LIMIT_PREFIX}{key}:value"
+
+
 # GPUs reporting per cluster and modelName: the series the model limits are written on.
 MODEL_GPUS = "model:dcgm_gpus:count"
 

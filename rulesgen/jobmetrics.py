@@ -17,6 +17,8 @@ through `workload_regex`, as for the DCGM job rules.
 """
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass
 
@@ -127,7 +129,18 @@ def context(settings) -> dict:
         value = _number(seconds)
         return str(max(1, int(value) // settings.evaluation_interval - 2)) if value is not None else "1"
 
+    def samples(seconds, share) -> str:
+        """The fewest samples a recorded per-evaluation series must hold in a window of `seconds` for a
+        statistic over it to count: `share` of what the window can hold (one sample per evaluation, and a
+        gauge changes at most once per scrape), at least 3 (never one sample, never an average of two)."""
+        value, fraction = _number(seconds), _number(share)
+        if value is None or fraction is None:
+            return "3"
+        most = int(value) // max(settings.scrape_interval, settings.evaluation_interval)
+        return str(max(3, math.ceil(most * fraction - 1e-9)))
+
     return {
+        "samples": samples,
         "loss": normalised(select(jm.loss)),
         "step_seconds": normalised(f"(\n  {step_expr}\n)"),
         "rank": RANK,

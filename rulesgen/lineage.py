@@ -30,7 +30,8 @@ class Placed:
 
 def _where(where: Where | None, record: str | None = None) -> str:
     if where is None:
-        if record and (record.startswith(conventions.LIMIT_PREFIX) or record == conventions.MODEL_GPUS):
+        if record and (record.startswith((conventions.LIMIT_PREFIX, conventions.GPU_LIMIT_PREFIX))
+                       or record == conventions.MODEL_GPUS):
             return "the catalog's gpu_models.yaml limits (builders/rules.py)"
         return "rulesgen's builders (no catalog entry of its own)"
     return f"{shown_path(where.path)}:{where.line}"

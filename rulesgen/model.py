@@ -17,7 +17,8 @@ BASELINE_DIRECTIONS = ("up", "down")
 # XID classes; the alerts drain only on reset, reboot and rma (builders/templates.py: xid.drain).
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
 # DCGM health error codes (catalog/dcgm_health.yaml): drain where DCGM and NVSentinel both take the GPU out.
-HEALTH_CLASSES = ("drain", "investigate")
+# normal: the code marks a GPU working at a limit it was configured to hold (power capping), no alert.
+HEALTH_CLASSES = ("drain", "investigate", "normal")
 # The failure mode the baseline alerts belong to (catalog/baselines.yaml's signals alert under it), and the
 # thresholds they read; the catalog loader checks that failure_modes.yaml has them.
 BASELINE_MODE = "baseline_deviation"
@@ -84,7 +85,7 @@ class HealthCode:
     number: int
     dcgm_severity: str
     category: str
-    health_class: str  # drain | investigate
+    health_class: str  # drain | investigate | normal
     source: str
     aliases: tuple[str, ...] = ()
     nvsentinel_action: str | None = None
@@ -122,6 +123,17 @@ class GpuModel:
 
     def limit(self, key: str) -> float:
         return dict(self.limits)[key]
+
+
+@dataclass(frozen=True)
+class OwnLimit:
+    """A limit every GPU reports about itself through DCGM (gpu_models.yaml `own_limits`): the rules read
+    it per GPU where exported, else the model table, else (fallback: default) the table's default."""
+    key: str
+    metric: str
+    fallback: str  # default | model
+    source: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
 
 
 @dataclass(frozen=True)
@@ -301,6 +313,7 @@ class Catalog:
     health: HealthTable | None = None
     routing: Routing = Routing()
     hand_made_panels: tuple[HandMadePanel, ...] = ()  # catalog/dashboards.yaml; a panel not declared is not drawn
+    own_limits: tuple[OwnLimit, ...] = ()  # gpu_models.yaml: limits the GPUs report themselves
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
@@ -321,3 +334,6 @@ class Catalog:
     @property
     def limit_keys(self) -> tuple[str, ...]:
         return tuple(k for k, _ in self.gpu_default.limits)
+
+    def own_limit(self, key: str) -> OwnLimit | None:
+        return next((o for o in self.own_limits if o.key == key), None)

@@ -25,6 +25,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     errors = Collector()
     base = templates.base_context(catalog, settings)
     recorded = ({s.record for s in catalog.signals} | {conventions.limit_record(k) for k in catalog.limit_keys}
+                | {conventions.gpu_limit_record(o.key) for o in catalog.own_limits}
                 | {conventions.MODEL_GPUS} | conventions.BASELINE_RECORDS)
     known_metrics = {n for m in catalog.metrics for n in m.names}
 
@@ -42,6 +43,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
         if signal.record == "gpu:dcgm_reporting:timestamp":
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
+            recording.extend(_gpu_limit_rules(catalog, settings, base))
 
     inactive = []
     alert_groups: dict[str, list[Rule]] = {}
@@ -158,12 +160,68 @@ def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
     return None
 
 
+def _expr_templates(catalog: Catalog) -> list[str]:
+    return ([s.expr for s in catalog.signals] + [a.expr for fm in catalog.failure_modes for a in fm.alerts]
+            + [b.value for b in catalog.baselines])
+
+
+def used_gpu_limit_keys(catalog: Catalog) -> list[str]:
+    """The limits some expression reads per GPU ([[ gpu_limit.KEY ]]), in own_limits order."""
+    used = {key for t in _expr_templates(catalog) for key in templates.attributes_used(t, "gpu_limit")}
+    return [o.key for o in catalog.own_limits if o.key in used]
+
+
 def _used_limit_keys(catalog: Catalog) -> list[str]:
-    """Only the limits some expression reads: each costs a selector per model at every evaluation."""
-    texts = ([s.expr for s in catalog.signals] + [a.expr for fm in catalog.failure_modes for a in fm.alerts]
-             + [b.value for b in catalog.baselines])
-    used = {key for t in texts for key in templates.attributes_used(t, "limit")}
+    """Only the limits some expression reads (directly, or as the fallback of a GPU's own limit): each
+    costs a selector per model at every evaluation."""
+    used = {key for t in _expr_templates(catalog) for key in templates.attributes_used(t, "limit")}
+    used |= set(used_gpu_limit_keys(catalog))
     return [k for k in catalog.limit_keys if k in used]
+
+
+def limit_sources(catalog: Catalog, fm: FailureMode) -> list[dict]:
+    """The limits a failure mode's alerts compare with and where each comes from, in the order the rules
+    try them (for explain and the runbooks): the GPU's own DCGM field, the model table, the default."""
+    texts = [a.expr for a in fm.alerts]
+    per_gpu = {k for t in texts for k in templates.attributes_used(t, "gpu_limit")}
+    per_model = {k for t in texts for k in templates.attributes_used(t, "limit")}
+    out = []
+    for key in catalog.limit_keys:
+        own = catalog.own_limit(key) if key in per_gpu else None
+        if key not in per_gpu and key not in per_model:
+            continue
+        default = catalog.gpu_default.limit(key)
+        chain = []
+        if own is not None:
+            chain.append(f"the GPU's own {own.metric} where exported (0, a blank sentinel or an implausible value: not exported)")
+        chain.append(f"its model's {key} in gpu_models.yaml ({len(catalog.gpu_models)} models)")
+        if own is None or own.fallback == "default":
+            chain.append(f"the default {promql.format_number(default)} for a model the table does not list")
+        else:
+            chain.append("none for a model the table does not list: the clause stays silent on it")
+        out.append({"key": key, "record": conventions.gpu_limit_record(key) if own else conventions.limit_record(key),
+                    "own_metric": own.metric if own else None, "default": default if own is None or own.fallback == "default" else None,
+                    "order": chain, "source": " ".join(own.source.split()) if own else ""})
+    return out
+
+
+def _gpu_limit_rules(catalog: Catalog, settings: Settings, base: dict) -> list[Rule]:
+    """One series per GPU and limit an alert reads: the GPU's own DCGM report of it where exported (0,
+    DCGM's blank sentinels and implausible values count as not exported), else its model's table value
+    (model:dcgm_limit_KEY:value), else, for limits whose own_limits entry says `fallback: default`, the
+    table's default. `or` keeps the first term a GPU has; all terms carry the GPU's labels."""
+    rules = []
+    gpu, model = promql.by(settings.gpu_labels), promql.by(settings.model_labels)
+    known = [m.match for m in catalog.gpu_models]
+    for key in used_gpu_limit_keys(catalog):
+        own = catalog.own_limit(key)
+        carrier = "gpu:dcgm_reporting:timestamp"
+        if own.fallback == "model":
+            carrier += f'{{modelName=~"{_escape("|".join(known))}"}}'
+        expr = (f"max by ({gpu}) ({base['v'][own.metric]} > 0)\n"
+                f"or {carrier} * 0 + on ({model}) group_left () {conventions.limit_record(key)}")
+        rules.append(Rule(record=conventions.gpu_limit_record(key), expr=expr, source=own.where))
+    return rules
 
 
 def _model_limit_rules(catalog: Catalog, settings: Settings, keys: list[str]) -> list[Rule]:

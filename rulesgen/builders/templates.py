@@ -13,7 +13,7 @@ from .. import conventions, jobmetrics, promql
 from ..errors import Collector, Where
 from ..durations import format_duration
 from ..fields import did_you_mean
-from ..model import Catalog, FailureMode
+from ..model import HEALTH_CLASSES, Catalog, FailureMode
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
@@ -129,7 +129,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
     xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
     xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
-    health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in ("drain", "investigate")}
+    health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 
     return {
         "sel": sel,
@@ -154,6 +154,9 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "pod": settings.pod_label,
         "workload_regex": settings.workload_regex.replace("\\", "\\\\").replace('"', '\\"'),
         "limit": _Lookup("gpu model limit", {k: conventions.limit_record(k) for k in catalog.limit_keys}),
+        # A GPU's effective limit (its own DCGM report, else the table): one series per GPU, join `on ([[ gpu_id ]]) group_left ()`.
+        "gpu_limit": _Lookup("limit a GPU reports itself (gpu_models.yaml own_limits)",
+                             {o.key: conventions.gpu_limit_record(o.key) for o in catalog.own_limits}),
         "xid": _Lookup("XID class", xid),
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),

@@ -47,7 +47,7 @@ def load_catalog(directory: Path) -> Catalog:
     known_metrics = {n for m in metrics for n in m.names}
     signals = read_signals(docs["signals.yaml"], errors, known_metrics)
     xids = read_xids(docs["xid.yaml"], errors)
-    default, models = read_gpu_models(docs["gpu_models.yaml"], errors)
+    default, models, own_limits = read_gpu_models(docs["gpu_models.yaml"], errors, known_metrics)
     modes = read_failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
     baselines, statistics = (read_baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs
                              else ([], None))
@@ -61,4 +61,5 @@ def load_catalog(directory: Path) -> Catalog:
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
-                   baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels))
+                   baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
+                   own_limits=tuple(own_limits))

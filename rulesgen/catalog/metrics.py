@@ -5,7 +5,7 @@ import re
 
 from ..builders import templates
 from ..fields import Fields, did_you_mean
-from ..model import XID_CLASSES, Alias, GpuModel, Metric, Signal, Xid
+from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Xid
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
 
 
@@ -126,7 +126,7 @@ def _gpu_model(node, errors, where, keys, is_default):
     return GpuModel(id=model_id, name=name, match=match, limits=tuple(limits), source=source)
 
 
-def read_gpu_models(doc, errors):
+def read_gpu_models(doc, errors, known_metrics=None):
     top = Fields(doc, errors, "gpu_models.yaml")
     default = _gpu_model(top.mapping("default", required=True), errors, top.where, None, True)
     keys = [k for k, _ in default.limits]
@@ -138,5 +138,25 @@ def read_gpu_models(doc, errors):
             errors.add(w, "duplicate-id", f"gpu model {model.id!r} already defined on line {seen[model.id].line}")
         seen[model.id] = w
         models.append(model)
+    own = _own_limits(top, errors, keys, known_metrics)
     top.done()
-    return default, models
+    return default, models, own
+
+
+def _own_limits(top, errors, keys, known_metrics):
+    """own_limits: the DCGM field through which each GPU reports a limit of the table itself."""
+    items, wheres = top.list("own_limits")
+    out, seen = [], {}
+    for item, w in zip(items, wheres):
+        f = Fields(item, errors, "own limit", fallback=w)
+        key = f.str("key", required=True, choices=tuple(keys)) or "?"
+        unique(f, "key", key, seen, f"own limit {key}")
+        metric = f.str("metric", required=True) or "?"
+        if known_metrics is not None and metric not in known_metrics:
+            errors.add(f.at("metric"), "unknown-metric",
+                       f"own limit {key}: unknown metric {metric!r}{did_you_mean(metric, known_metrics)}")
+        out.append(OwnLimit(key=key, metric=metric,
+                            fallback=f.str("fallback", default="default", choices=("default", "model")) or "default",
+                            source=f.str("source", required=True) or "", where=w))
+        f.done()
+    return out

@@ -125,6 +125,14 @@ def explain(failure_mode, catalog, config, scenarios, fmt):
         click.echo(wrap("source: " + t.source))
     if not fm.thresholds:
         click.echo("  (none)")
+    from ..builders.rules import limit_sources
+    limits = limit_sources(plan.catalog, fm)
+    if limits:
+        click.echo("\nLIMITS (which source each GPU's limit comes from, first that applies)")
+        for lim in limits:
+            click.echo(f"  {lim['key']} ({lim['record']}):")
+            for n, step in enumerate(lim["order"], 1):
+                click.echo(wrap(f"{n}. {step}"))
     click.echo("\nALERTS")
     for rule in plan.rules.rules:
         if rule.failure_mode == fm.id:
@@ -150,6 +158,9 @@ def explain(failure_mode, catalog, config, scenarios, fmt):
     if health is not None and health.failure_mode == fm.id:
         click.echo(f"\nDCGM CODES (catalog/dcgm_health.yaml, label {health.label})")
         click.echo(wrap("drain (critical on FAIL): " + ", ".join(c.code for c in health.codes if c.health_class == "drain")))
+        normal = [c.code for c in health.codes if c.health_class == "normal"]
+        if normal:
+            click.echo(wrap("normal operation at a configured limit (never alerted): " + ", ".join(normal)))
         click.echo(wrap("every other code: warning, investigate"))
     click.echo("\nRUNBOOK\n  Check:")
     for line in fm.runbook.check:
@@ -165,8 +176,10 @@ def explain(failure_mode, catalog, config, scenarios, fmt):
 
 def _explain_json(plan, fm) -> dict:
     """{id, title, group, scope, summary, meaning, why, thresholds: [{name, value, unit, source, from_config}],
-    alerts: [{alert, severity, action, for_seconds, expr}], inactive (reason or null), covers: [{target, values}],
+    limits: [{key, record, own_metric, default, order, source}], alerts: [{alert, severity, action, for_seconds, expr}],
+    inactive (reason or null), covers: [{target, values}],
     covered_by: [{source, values}], runbook: {check, act}, path: [lines of the text PATH section]}."""
+    from ..builders.rules import limit_sources
     from ..lineage import alert_path
     overrides = dict(plan.settings.for_mode(fm.id).thresholds)
     covered_by: dict[str, list[str]] = {}
@@ -180,6 +193,7 @@ def _explain_json(plan, fm) -> dict:
         "summary": " ".join(fm.summary.split()), "meaning": " ".join(fm.meaning.split()), "why": " ".join(fm.why.split()),
         "thresholds": [{"name": t.name, "value": overrides.get(t.name, t.value), "unit": t.unit,
                         "source": " ".join(t.source.split()), "from_config": t.name in overrides} for t in fm.thresholds],
+        "limits": limit_sources(plan.catalog, fm),
         "alerts": [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
                     "for_seconds": r.for_seconds, "expr": r.expr} for r in plan.rules.rules if r.failure_mode == fm.id],
         "inactive": dict(plan.rules.inactive).get(fm.id),

@@ -46,7 +46,9 @@ def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet) -> lis
         dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
                                               conventions.failure_mode_panel_id(index)).split("?")[0]
         health = catalog.health if catalog.health is not None and catalog.health.failure_mode == fm.id else None
+        from ..builders.rules import limit_sources
         text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=inactive.get(fm.id, ""),
+                               limits=limit_sources(catalog, fm),
                                dashboard=dashboard, health=health,
                                job_inputs=tuple(jobmetrics.input_names(settings, fm.job_metrics)))
         out.append(Artifact(runbook_path(fm.id), text))
