@@ -213,13 +213,15 @@ def new_names(catalog: Catalog) -> dict[str, tuple[str, float]]:
 
 def _renamed(series: list, catalog: Catalog) -> list:
     names = new_names(catalog)
+    # a blank / not-supported sentinel is DCGM's int64 marker, not a reading: it keeps its value in any unit
+    blank = {m.name: m.valid_max for m in catalog.metrics}
     out = []
     for s, values in series:
         name = _metric_name(s)
         if name in names:
             new, factor = names[name]
             s = new + s[len(name):] if "{" in s else new
-            values = [v * factor if isinstance(v, float) else v for v in values]
+            values = [v * factor if isinstance(v, float) and v < blank[name] else v for v in values]
         out.append((s, values))
     return out
 

@@ -34,6 +34,8 @@ ALL_CELLS = [
     ("thermal-throttling-cooling-failure", "exporter-4.9"),
     ("power-anomaly-hw-brake", "exporter-4.9"),
     ("xid-119-gsp-timeout", "exporter-4.9"),
+    ("telemetry-frozen-hostengine-hang", "exporter-4.9"),
+    ("nvlink-fabric-gb200-nvl72", "exporter-4.9"),
     ("gpu-lost-xid79", "xid-count"),
     ("xid-31-mmu-fault", "xid-count"),
     ("power-anomaly-hw-brake", "clock-count"),

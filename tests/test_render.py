@@ -83,8 +83,11 @@ def test_every_alert_carries_the_contract(rendered):
 
 def test_drain_only_for_certain_hardware_failures(rendered):
     drain = {a["labels"]["failure_mode"] for a in alerts(rendered) if a["labels"]["action"] == "drain"}
-    # xid_repeated: NVIDIA's reset-class XIDs again and again; dcgm_health: DCGM and NVSentinel both say isolate.
-    assert drain == {"gpu_lost", "ecc_uncorrectable", "memory_remap", "xid_error", "xid_repeated", "dcgm_health"}
+    # xid_repeated: NVIDIA's reset-class XIDs again and again; dcgm_health: DCGM and NVSentinel both say isolate;
+    # nvlink_fabric: Fabric Manager failed or never registered the GPU (DCGM's health watch fails it, CUDA refuses
+    # it on NVSwitch systems) or a route of its fabric is unhealthy.
+    assert drain == {"gpu_lost", "ecc_uncorrectable", "memory_remap", "xid_error", "xid_repeated", "dcgm_health",
+                     "nvlink_fabric"}
     for a in alerts(rendered):
         assert (a["labels"]["severity"] == "critical") == (a["labels"]["action"] == "drain"), a["alert"]
 

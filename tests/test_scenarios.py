@@ -40,6 +40,8 @@ QUICK = (
     "normal-thermal-touch", "nvlink-errors-crc-replay", "pcie-bound-a100", "pcie-errors-replay",
     "power-anomaly-hw-brake", "step-time-spread-slow-uplink", "straggler", "telemetry-blind-spot",
     "tensor-cores-idle", "xid-31-mmu-fault", "xid-31-same-gpu-two-jobs", "xid-repeated-reset",
+    # issue 22: the new failure modes' cheapest positive scenarios (every failure mode covered)
+    "nvlink-fabric-gb200-nvl72", "telemetry-frozen-hostengine-hang",
 )
 REPLAYED = [p.stem for p in SCENARIOS
             if os.environ.get("RULESGEN_SCENARIOS", "").strip() == "all" or p.stem in QUICK]
