@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conventions, label_flow, promql_print, promql_tree
+from . import conventions, engine_fit, label_flow, promql_print, promql_tree
 from .conventions import is_sparse
 from .errors import RulesgenError, Where
 from .model import IDENTITY_GROUPS
@@ -57,7 +57,24 @@ CHECKS = {c.code: c for c in (
     Check("contract-annotation", "warning", True, "rulesgen alerts carry summary, description, runbook_url, dashboard_url"),
     Check("fleet-per-pod", "warning", True, "rulesgen's fleet:* aggregates drop per-pod labels"),
     Check("alert-identity", "error", True, "a hardware alert carries only its subject's identity labels (README \"Alert identity\")"),
+    Check("group-size", "warning", False, "a group holds more rules than max_rules_per_group (Mimir rejects it above "
+          "-ruler.max-rules-per-rule-group, default 20)"),
+    Check("group-count", "warning", False, "more groups than Mimir's -ruler.max-rule-groups-per-tenant default (70)"),
+    Check("alerts-reader-mixed", "warning", False, "a rule reading ALERTS shares its group with other rules: Prometheus 3 "
+          "then evaluates that whole group serially"),
+    Check("engine-field", "error", False, "a group field some engine reading plain rule files rejects (query_offset, "
+          "eval_delay ...)"),
 )}
+# Group fields of a plain rule file, and the engines reading such files (README "Engine fit") that accept
+# each: a field missing from an engine's list makes it reject the whole file.
+ENGINES = ("Prometheus 2.42", "Prometheus 3.5", "vmalert 1.145")
+GROUP_FIELDS = {
+    "name": ENGINES, "interval": ENGINES, "limit": ENGINES, "rules": ENGINES,
+    "query_offset": ("Prometheus 3.5",),  # Prometheus >= 2.53 (model/rulefmt RuleGroup.QueryOffset)
+    "labels": ("Prometheus 3.5", "vmalert 1.145"),  # Prometheus >= 3.0
+    **{k: ("vmalert 1.145",) for k in ("eval_delay", "eval_offset", "eval_alignment", "concurrency", "type", "headers",
+                                       "notifier_headers", "params", "debug", "tenant")},
+}
 UNLISTED = Check("?", "warning", False, "")
 
 
@@ -98,9 +115,10 @@ DAY = 86400
 
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600,
-               contract: bool | None = None) -> list[Finding]:
+               contract: bool | None = None,
+               max_rules: int = engine_fit.MIMIR_MAX_RULES_PER_GROUP) -> list[Finding]:
     """contract: None holds rulesgen's own files to its contract and spares foreign ones; True holds
-    every file to it, False none."""
+    every file to it, False none. max_rules: rules per group at most (0: no limit)."""
     findings: list[Finding] = []
     docs = []
     for path in paths:
@@ -118,13 +136,62 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
             slow.update({str(r["record"]): interval for r in group.get("rules", []) if "record" in r})
     records = label_flow.record_labels([(str(r["record"]), str(r.get("expr", ""))) for _, g in groups
                                         for r in g.get("rules", []) if "record" in r and _parses(r)])
+    findings += lint_groups(groups, max_rules)
     for path, group in groups:
-        identity = str(group.get("name", "")) in IDENTITY_GROUP_NAMES
+        identity = engine_fit.base_group(str(group.get("name", "")), IDENTITY_GROUP_NAMES) is not None
         for rule in group.get("rules", []):
             findings += [f for f in lint_rule(str(path), rule, scrape_interval, long_window, slow,
                                              records if identity else None)
                          if judged[str(path)] or not check_of(f.code).contract]
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+
+
+class _RuleView:
+    """A YAML rule as engine_fit reads rules: expr, record or alert, labels."""
+
+    def __init__(self, rule: Node):
+        self.expr = str(rule.get("expr", ""))
+        self.record = rule.get("record")
+        self.alert = rule.get("alert")
+        labels = rule.get("labels") or {}
+        self.labels = tuple((str(k), str(v)) for k, v in labels.items()) if isinstance(labels, dict) else ()
+
+
+def lint_groups(groups: list[tuple[Path, Node]], max_rules: int) -> list[Finding]:
+    """Engine fit (engine_fit.py): group size, group count, ALERTS readers in groups of their own, and
+    group fields every engine reading plain rule files accepts."""
+    out = []
+    for n, (path, group) in enumerate(groups, start=1):
+        name = str(group.get("name", "?"))
+        at_name = where_of(group, "name")
+        rules = [r for r in group.get("rules", []) or [] if isinstance(r, dict)]
+        if n == engine_fit.MIMIR_MAX_GROUPS_PER_TENANT + 1:
+            out.append(Finding(str(path), at_name.line, "group-count",
+                               f"{name}: group {n} of {len(groups)}: Grafana Mimir accepts {engine_fit.MIMIR_MAX_GROUPS_PER_TENANT} "
+                               "groups per tenant by default (-ruler.max-rule-groups-per-tenant)", at_name.col))
+        if max_rules and len(rules) > max_rules:
+            out.append(Finding(str(path), at_name.line, "group-size",
+                               f"{name}: {len(rules)} rules, above {max_rules} (Grafana Mimir's ruler rejects a group above "
+                               "-ruler.max-rules-per-rule-group, default 20; `rulesgen render` splits its own groups "
+                               "at max_rules_per_group)", at_name.col))
+        reasons = [(r, engine_fit.serial_reason(str(r.get("expr", "")))) for r in rules]
+        serial = [(r, why) for r, why in reasons if why]
+        if serial and len(serial) < len(rules):
+            first, why = serial[0]
+            out.append(Finding(str(path), at_name.line, "alerts-reader-mixed",
+                               f"{name}: {len(serial)} of its {len(rules)} rules make Prometheus 3's dependency analysis give up "
+                               f"({first.get('alert') or first.get('record')} {why}), so it evaluates the whole group "
+                               "serially; move them to a group of their own", at_name.col))
+        for key in group if isinstance(group, dict) else ():
+            engines = GROUP_FIELDS.get(str(key))
+            if engines is not None and engines != ENGINES:
+                at = where_of(group, key)
+                rejecting = [e for e in ENGINES if e not in engines]
+                out.append(Finding(str(path), at.line, "engine-field",
+                                   f"{name}: group field {key!r} is accepted only by {', '.join(engines)}: "
+                                   f"{', '.join(rejecting)} reject the whole file (a plain rule file is read by all of "
+                                   f"{', '.join(ENGINES)})", at.col))
+    return out
 
 
 def shortest_rate_window(rules) -> tuple[int, str] | None:

@@ -165,7 +165,8 @@ def lint(files, config, contract, fmt):
     except RulesgenError as exc:
         fail(exc)
     paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
-    findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None)
+    findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
+                          max_rules=settings.max_rules_per_group)
     if fmt == "json":
         emit_json({"files": [str(p) for p in paths],
                    "findings": [{"path": f.path, "line": f.line, "col": f.col, "severity": f.severity, "code": f.code,

@@ -11,6 +11,8 @@ from .yamltext import dump, header
 
 PROMETHEUS_RULE = ("monitoring.coreos.com/v1", "PrometheusRule", "deploy/prometheus-operator")
 VMRULE = ("operator.victoriametrics.com/v1beta1", "VMRule", "deploy/victoriametrics-operator")
+# A group's query delay (RuleGroup.query_delay_seconds) as each resource's engine names it.
+DELAY_FIELD = {"PrometheusRule": "query_offset", "VMRule": "eval_delay"}
 
 
 def _name(path: str) -> str:
@@ -35,7 +37,7 @@ def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str,
     api, kind_name, folder = kind
     artifacts = []
     for f in rule_files:
-        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f)}
+        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f, DELAY_FIELD[kind_name])}
         artifacts.append(Artifact(resource_path(f.path, kind), header([f"{kind_name}: {f.description}"]) + dump(doc)))
     return artifacts + [kustomization(folder, artifacts)]
 
