@@ -78,6 +78,9 @@ class BaselineSettings:
 
 
 SEASONALITY = ("none", "weekly")
+# single: one server evaluates every rule (alerts/prometheus/); sharded: also the tiered files for shards
+# split by node and a global evaluator (alerts/sharded/, README "Sharded topology").
+TOPOLOGIES = ("single", "sharded")
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class Settings:
     workload_regex: str = DEFAULT_WORKLOAD_REGEX
     profiling: bool = True
     evaluation_interval: int = 60  # interval: of every group but the baselines; Prometheus' own default
+    topology: str = "single"  # single | sharded (TOPOLOGIES)
     runbook_base_url: str = "https://github.com/rulesgen/rulesgen/blob/main/runbooks/"
     grafana_base_url: str = "http://grafana.example.com"
     extra_labels: tuple[tuple[str, str], ...] = ()
@@ -249,6 +253,9 @@ def load_settings(path: Path | None) -> Settings:
             errors.add(top.at("evaluation_interval"), "bad-value", "evaluation_interval must be positive")
         else:
             kwargs["evaluation_interval"] = interval
+    topology = top.str("topology", choices=TOPOLOGIES)
+    if topology is not None:
+        kwargs["topology"] = topology
     scrape = top.duration("scrape_interval")
     if scrape is not None:
         if scrape <= 0:
