@@ -7,6 +7,7 @@ checks judge rulesgen's own files (its header, groups named rulesgen-*) and, on 
 the generic checks judge every file."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from . import conventions, label_flow, promql_print, promql_tree
 from .conventions import is_sparse
 from .errors import RulesgenError, Where
 from .model import IDENTITY_GROUPS
+from .tiers import DEFAULT_SHARD_LABEL, GLOBAL, Classifier
 from .durations import format_duration, parse_duration
 from .yamlsource import Node, load_file, where_of
 
@@ -57,6 +59,8 @@ CHECKS = {c.code: c for c in (
     Check("contract-annotation", "warning", True, "rulesgen alerts carry summary, description, runbook_url, dashboard_url"),
     Check("fleet-per-pod", "warning", True, "rulesgen's fleet:* aggregates drop per-pod labels"),
     Check("alert-identity", "error", True, "a hardware alert carries only its subject's identity labels (README \"Alert identity\")"),
+    Check("tier-local", "error", False, "a rule declared for the shards (a `# Tier shard` file) needs the whole fleet: "
+          "it aggregates the partition key away non-decomposably or reads a global result (README \"Sharded topology\")"),
 )}
 UNLISTED = Check("?", "warning", False, "")
 
@@ -95,12 +99,13 @@ def is_rulesgen_file(path: Path, groups) -> bool:
 
 
 DAY = 86400
+DEFAULT_PARTITION = ("Hostname", "hostname", "instance")  # tiers.partition_labels of the default settings
 
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600,
-               contract: bool | None = None) -> list[Finding]:
+               contract: bool | None = None, partition: tuple[str, ...] = DEFAULT_PARTITION) -> list[Finding]:
     """contract: None holds rulesgen's own files to its contract and spares foreign ones; True holds
-    every file to it, False none."""
+    every file to it, False none. partition: the labels a shard's nodes are split by (tier-local)."""
     findings: list[Finding] = []
     docs = []
     for path in paths:
@@ -124,7 +129,58 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
             findings += [f for f in lint_rule(str(path), rule, scrape_interval, long_window, slow,
                                              records if identity else None)
                          if judged[str(path)] or not check_of(f.code).contract]
+    findings += tier_findings(per_file, partition)
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+
+
+_TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)
+
+
+def declared_tier(path: Path) -> str | None:
+    """The tier a rule file's header declares (`# Tier shard (` / `# Tier global (`), else None."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+    except OSError:
+        return None
+    m = _TIER_DECLARATION.search(head)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class _YamlRule:
+    expr: str
+    record: str | None
+    alert: str | None
+    labels: tuple[tuple[str, str], ...]
+    node: Node
+
+
+def tier_findings(per_file, partition) -> list[Finding]:
+    """tier-local: every rule of a file declared for the shards must be local or partial, as its tree and
+    the rules it reads (across all the files given) say."""
+    declared = {str(path): declared_tier(path) for path, _ in per_file}
+    if "shard" not in declared.values():
+        return []
+    rules, where = [], []
+    for path, groups in per_file:
+        for g in groups:
+            for r in g.get("rules", []) or []:
+                if isinstance(r, Node) and _parses(r):
+                    labels = r.get("labels") or {}
+                    rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
+                                           str(r["alert"]) if "alert" in r else None,
+                                           tuple((str(k), str(v)) for k, v in labels.items()), r))
+                    where.append(str(path))
+    c = Classifier(rules, partition)
+    out = []
+    for rule, path, t in zip(rules, where, c.tiers):
+        if declared[path] == "shard" and t.tier == GLOBAL:
+            at = where_of(rule.node, "expr")
+            name = rule.alert or rule.record
+            out.append(Finding(path, at.line, "tier-local", f"{name}: declared for the shards but {t.tier}: {t.why}"
+                               + (f" [{t.node}]" if t.node else "") + "; move it to the global tier", at.col))
+    return out
+
 
 
 def shortest_rate_window(rules) -> tuple[int, str] | None:
@@ -206,6 +262,8 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
                     where_of(labels, key))
     elif str(rule.get("record", "")).startswith("fleet:"):
         for kind, labels in promql_tree.grouping(tree) if tree else ():
+            if kind == "without" and set(labels) <= {DEFAULT_SHARD_LABEL}:
+                continue  # the global tier reading a shard's series (README "Sharded topology")
             if kind == "without" or set(labels) & set(WORKLOAD_LABELS):
                 add("fleet-per-pod", f"fleet aggregate keeps per-pod labels ({kind} ({', '.join(labels)}))")
     return out

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import promql_parser as pp
 
 from .. import promql_print
+from ..durations import format_duration
+from ..lint import SLOW_INTERVAL
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..promql_tree import Expr, as_tree, names_read, selector_from, unwrap
 from ..rule_graph import ALERT_SERIES
@@ -31,6 +33,7 @@ SHARD_DIR = "alerts/sharded/shard"
 GLOBAL_DIR = "alerts/sharded/global"
 REMOTE_WRITE = "alerts/sharded/remote-write.yaml"
 SHARD_PREFIX = "shard:"
+TIER_MARK = "Tier"  # a rule file's header declares its tier: `# Tier shard (...` / `# Tier global (...` (rulesgen lint)
 
 
 class ShardingError(ValueError):
@@ -76,6 +79,7 @@ class _Builder:
         self.extra: dict[tuple[str, str], list[Rule]] = {}  # (file, group) -> shard records appended to it
         self.combined: dict[str, list[Rule]] = {}  # partial record -> its global combination (replaces it)
         self.inline: dict[str, str] = {}  # printed partial aggregate -> combination text (shared by readers)
+        self.intervals = {(f.path, g.name): g.interval_seconds for f in rules.files for g in f.groups}
 
     # -- partial aggregates --------------------------------------------------------------------------
 
@@ -90,11 +94,14 @@ class _Builder:
         combine_mod = modifier if modifier is None or modifier[0] == "by" else ("without", modifier[1] + (self.shard_label,))
         ops = (("sum", "sum"), ("count", "count")) if op == "avg" else ((op, op),)
         names = []
+        interval = self.intervals.get(where) or 0
         for part_op, suffix in ops:
             name = shard_record_name(owner, suffix)
             self._add_extra(where, Rule(expr=_agg_text(part_op, modifier, inner), record=name))
             self.forwarded[name] = None
-            names.append(name)
+            # a part written every 5m or less often: read its last value (vmalert's 5m query step, lint's
+            # instant-slow-record), as the baseline group reads its own records
+            names.append(f"last_over_time({name}[{format_duration(2 * interval)}])" if interval >= SLOW_INTERVAL else name)
         if op == "avg":
             return f"({_agg_text('sum', combine_mod, names[0])} / {_agg_text('sum', combine_mod, names[1])})"
         return _agg_text(COMBINE[op], combine_mod, names[0])
@@ -219,8 +226,8 @@ class _Builder:
             if rules:
                 out.append(RuleGroup(g.name, tuple(rules), g.interval_seconds))
         name = f.path.rsplit("/", 1)[-1]
-        what = ("Shard tier (every shard loads it): the local and partial rules of " if tier == "shard" else
-                "Global tier (the global evaluator loads it): the global rules of ")
+        what = (f"{TIER_MARK} shard (every shard loads this file): the local and partial rules of " if tier == "shard" else
+                f"{TIER_MARK} global (the global evaluator loads this file): the global rules of ")
         return RuleFile(f"{folder}/{name}", tuple(out), f"{what}{f.path}. {f.description}")
 
 
