@@ -128,6 +128,16 @@ class Classifier:
         carried = label_flow.output_labels(e, self.labels)
         return carried.open or bool(carried.known & self.partition)
 
+    def groups_by_partition(self, e) -> bool:
+        """Whether an aggregation's groups split along the partition key (its grouping, not its output: topk
+        by (cluster) keeps every label of the series it picks, yet picks among all nodes)."""
+        if e.modifier is None:
+            return False
+        if e.modifier.type == pp.AggModifierType.By:
+            return bool(frozenset(e.modifier.labels) & self.partition)
+        inner = label_flow.output_labels(e.expr, self.labels).minus(e.modifier.labels)
+        return inner.open and not self.partition <= frozenset(e.modifier.labels) or bool(inner.known & self.partition)
+
     def walk(self, e: Expr) -> Tier:
         if isinstance(e, pp.VectorSelector):
             return self.selector(e)
@@ -173,7 +183,7 @@ class Classifier:
             inner = _max(inner, self.walk(e.param))
         if inner.tier != LOCAL:
             return self.over_value(inner, e, f"{op} over it")
-        if self.keeps_partition(e):
+        if self.groups_by_partition(e):
             return inner
         kind = "by" if e.modifier is not None and e.modifier.type == pp.AggModifierType.By else "without"
         labels = ", ".join(e.modifier.labels) if e.modifier is not None else ""
