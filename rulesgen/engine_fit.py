@@ -206,7 +206,7 @@ def fit(files: Sequence[RuleFile], limit: int) -> tuple[RuleFile, ...]:
 def base_group(name: str, bases: Sequence[str]) -> str | None:
     """The group (of `bases`) a split group's name comes from, or None."""
     for base in sorted(bases, key=len, reverse=True):
-        if name == base or re.fullmatch(re.escape(base) + rf"(-{READS_ALERTS_SUFFIX})?(-[0-9]+)?", name):
+        if name == base or re.fullmatch(re.escape(base) + rf"(-{READS_ALERTS_SUFFIX}|-[0-9]+)*", name):
             return base
     return None
 

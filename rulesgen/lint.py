@@ -7,6 +7,7 @@ checks judge rulesgen's own files (its header, groups named rulesgen-*) and, on 
 the generic checks judge every file."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from . import conventions, engine_fit, label_flow, promql_print, promql_tree
 from .conventions import is_sparse
 from .errors import RulesgenError, Where
 from .model import IDENTITY_GROUPS
+from .tiers import DEFAULT_SHARD_LABEL, GLOBAL, Classifier
 from .durations import format_duration, parse_duration
 from .yamlsource import Node, load_file, where_of
 
@@ -64,6 +66,8 @@ CHECKS = {c.code: c for c in (
           "then evaluates that whole group serially"),
     Check("engine-field", "error", False, "a group field some engine reading plain rule files rejects (query_offset, "
           "eval_delay ...)"),
+    Check("tier-local", "error", False, "a rule declared for the shards (a `# Tier shard` file) needs the whole fleet: "
+          "it aggregates the partition key away non-decomposably or reads a global result (README \"Sharded topology\")"),
 )}
 # Group fields of a plain rule file, and the engines reading such files (README "Engine fit") that accept
 # each: a field missing from an engine's list makes it reject the whole file.
@@ -112,13 +116,15 @@ def is_rulesgen_file(path: Path, groups) -> bool:
 
 
 DAY = 86400
+DEFAULT_PARTITION = ("Hostname", "hostname", "instance")  # tiers.partition_labels of the default settings
 
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600,
-               contract: bool | None = None,
+               contract: bool | None = None, partition: tuple[str, ...] = DEFAULT_PARTITION,
                max_rules: int = engine_fit.MIMIR_MAX_RULES_PER_GROUP) -> list[Finding]:
     """contract: None holds rulesgen's own files to its contract and spares foreign ones; True holds
-    every file to it, False none. max_rules: rules per group at most (0: no limit)."""
+    every file to it, False none. partition: the labels a shard's nodes are split by (tier-local).
+    max_rules: rules per group at most (0: no limit)."""
     findings: list[Finding] = []
     docs = []
     for path in paths:
@@ -143,18 +149,8 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
             findings += [f for f in lint_rule(str(path), rule, scrape_interval, long_window, slow,
                                              records if identity else None)
                          if judged[str(path)] or not check_of(f.code).contract]
+    findings += tier_findings(per_file, partition)
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
-
-
-class _RuleView:
-    """A YAML rule as engine_fit reads rules: expr, record or alert, labels."""
-
-    def __init__(self, rule: Node):
-        self.expr = str(rule.get("expr", ""))
-        self.record = rule.get("record")
-        self.alert = rule.get("alert")
-        labels = rule.get("labels") or {}
-        self.labels = tuple((str(k), str(v)) for k, v in labels.items()) if isinstance(labels, dict) else ()
 
 
 def lint_groups(groups: list[tuple[Path, Node]], max_rules: int) -> list[Finding]:
@@ -192,6 +188,56 @@ def lint_groups(groups: list[tuple[Path, Node]], max_rules: int) -> list[Finding
                                    f"{', '.join(rejecting)} reject the whole file (a plain rule file is read by all of "
                                    f"{', '.join(ENGINES)})", at.col))
     return out
+
+
+_TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)
+
+
+def declared_tier(path: Path) -> str | None:
+    """The tier a rule file's header declares (`# Tier shard (` / `# Tier global (`), else None."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+    except OSError:
+        return None
+    m = _TIER_DECLARATION.search(head)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class _YamlRule:
+    expr: str
+    record: str | None
+    alert: str | None
+    labels: tuple[tuple[str, str], ...]
+    node: Node
+
+
+def tier_findings(per_file, partition) -> list[Finding]:
+    """tier-local: every rule of a file declared for the shards must be local or partial, as its tree and
+    the rules it reads (across all the files given) say."""
+    declared = {str(path): declared_tier(path) for path, _ in per_file}
+    if "shard" not in declared.values():
+        return []
+    rules, where = [], []
+    for path, groups in per_file:
+        for g in groups:
+            for r in g.get("rules", []) or []:
+                if isinstance(r, Node) and _parses(r):
+                    labels = r.get("labels") or {}
+                    rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
+                                           str(r["alert"]) if "alert" in r else None,
+                                           tuple((str(k), str(v)) for k, v in labels.items()), r))
+                    where.append(str(path))
+    c = Classifier(rules, partition)
+    out = []
+    for rule, path, t in zip(rules, where, c.tiers):
+        if declared[path] == "shard" and t.tier == GLOBAL:
+            at = where_of(rule.node, "expr")
+            name = rule.alert or rule.record
+            out.append(Finding(path, at.line, "tier-local", f"{name}: declared for the shards but {t.tier}: {t.why}"
+                               + (f" [{t.node}]" if t.node else "") + "; move it to the global tier", at.col))
+    return out
+
 
 
 def shortest_rate_window(rules) -> tuple[int, str] | None:
@@ -273,6 +319,8 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
                     where_of(labels, key))
     elif str(rule.get("record", "")).startswith("fleet:"):
         for kind, labels in promql_tree.grouping(tree) if tree else ():
+            if kind == "without" and set(labels) <= {DEFAULT_SHARD_LABEL}:
+                continue  # the global tier reading a shard's series (README "Sharded topology")
             if kind == "without" or set(labels) & set(WORKLOAD_LABELS):
                 add("fleet-per-pod", f"fleet aggregate keeps per-pod labels ({kind} ({', '.join(labels)}))")
     return out

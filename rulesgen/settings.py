@@ -78,6 +78,9 @@ class BaselineSettings:
 
 
 SEASONALITY = ("none", "weekly")
+# single: one server evaluates every rule (alerts/prometheus/); sharded: also the tiered files for shards
+# split by node and a global evaluator (alerts/sharded/, README "Sharded topology").
+TOPOLOGIES = ("single", "sharded")
 
 
 # max_rules_per_group: 0 (no limit) or within these bounds. Each group is one more scheduled evaluation
@@ -100,6 +103,7 @@ class Settings:
     evaluation_interval: int = 60  # interval: of every group but the baselines; Prometheus' own default
     # Rules per group at most (0: no limit): Grafana Mimir's -ruler.max-rules-per-rule-group default (engine_fit.py).
     max_rules_per_group: int = 20
+    topology: str = "single"  # single | sharded (TOPOLOGIES)
     runbook_base_url: str = "https://github.com/rulesgen/rulesgen/blob/main/runbooks/"
     grafana_base_url: str = "http://grafana.example.com"
     extra_labels: tuple[tuple[str, str], ...] = ()
@@ -265,6 +269,9 @@ def load_settings(path: Path | None) -> Settings:
                        f"{MAX_RULES_PER_GROUP}] (Grafana Mimir's default, -ruler.max-rules-per-rule-group, is 20)")
         else:
             kwargs["max_rules_per_group"] = max_rules
+    topology = top.str("topology", choices=TOPOLOGIES)
+    if topology is not None:
+        kwargs["topology"] = topology
     scrape = top.duration("scrape_interval")
     if scrape is not None:
         if scrape <= 0:
