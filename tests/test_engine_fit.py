@@ -232,3 +232,28 @@ def test_delay_field_only_where_the_engine_accepts_it(tmp_path, promtool, vmaler
     assert bad.returncode != 0 and "eval_delay" in bad.stdout + bad.stderr
     bad = subprocess.run([vmalert, "-dryRun", f"-rule={tmp_path / 'prom.yaml'}"], capture_output=True, text=True)
     assert bad.returncode != 0 and "query_offset" in bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("scenario", ["dcgm-health-covered", "shard-ghost-loss-dbe-other-node"])
+def test_regrouped_files_alert_exactly_as_the_unsplit_ones(monkeypatch, tmp_path, rendered, promtool, scenario):
+    """On promtool, every alert (name, labels, pending or firing) at every evaluation step is the same
+    with the regrouped files as with one group per kind: the scenarios exercise covers read through ALERTS
+    (dcgm_health, xid_error) and the ghost-loss chain through gpu:hardware_alert:timestamp."""
+    import shard_equality as se
+    from rulesgen import artifacts
+    from rulesgen.scenarios import load_scenarios
+    unsplit = tmp_path / "unsplit"
+    unsplit.mkdir()
+    files = [f for f in _unsplit(monkeypatch) if f.path not in artifacts.DASHBOARD_ONLY]
+    for f in files:
+        (unsplit / Path(f.path).name).write_text(render_rule_file(f))
+    split = [rendered / f.path for f in files]
+    catalog = load_catalog(ROOT / "catalog")
+    s = artifacts.for_settings(load_scenarios([ROOT / "fixtures" / "scenarios" / f"{scenario}.yaml"],
+                                              [fm.id for fm in catalog.failure_modes]), load_settings(ROOT / "rulesgen.yaml"))[0]
+    runs = {}
+    for name, paths in (("unsplit", [unsplit / Path(f.path).name for f in files]), ("split", split)):
+        runs[name] = se.alerts(se.replay(paths, list(s.series), s.interval, s.evaluation_interval, s.duration, "ALERTS",
+                                         tmp_path, name), "-")
+    assert len(se._groups(split)) > len(se._groups(unsplit.glob("*.yaml")))
+    assert runs["split"] == runs["unsplit"] and sum(len(v) for v in runs["split"].values()) > 100
