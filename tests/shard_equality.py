@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from rulesgen.builders.rules import RULE_FILES
 from rulesgen.promql import label_set
 from rulesgen.scenarios import STALE, Scenario, expand
 from rulesgen.tools import find_tool
@@ -38,13 +39,22 @@ _GOT_SAMPLE = re.compile(r'(\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})\s+(\S+?)(?:,\s|$)
 @dataclass(frozen=True)
 class Topology:
     """What a sharded deployment loads: the rule files of one server (the reference), of every shard and
-    of the global evaluator; the regex (on __name__) of the series the shards forward; the external
-    label each shard adds."""
+    of the global evaluator, each in evaluation order (promtool evaluates their groups in that order at
+    every step); the regex (on __name__) of the series the shards forward; the external label each
+    shard adds."""
     single: tuple[Path, ...]
     shard: tuple[Path, ...]
     global_: tuple[Path, ...]
     allowlist: str
     shard_label: str = "shard"
+
+
+def _in_order(folder: Path, skip: tuple[str, ...] = ()) -> tuple[Path, ...]:
+    """A folder's rule files in rulesgen's evaluation order (recording first, fleet last: the order of
+    its promtool tests' group_eval_order)."""
+    kinds = [kind for kind, _ in RULE_FILES]
+    files = [p for p in folder.glob("*.yaml") if p.stem not in skip]
+    return tuple(sorted(files, key=lambda p: (kinds.index(p.stem) if p.stem in kinds else len(kinds), p.name)))
 
 
 def rendered_topology(root: Path) -> Topology:
@@ -54,9 +64,9 @@ def rendered_topology(root: Path) -> Topology:
     relabel = rw["remote_write"][0]["write_relabel_configs"][0]
     label = next(iter(rw["global"]["external_labels"]))
     return Topology(
-        single=tuple(p for p in sorted((root / "alerts" / "prometheus").glob("*.yaml")) if p.name != "aggregates.yaml"),
-        shard=tuple(sorted((root / "alerts" / "sharded" / "shard").glob("*.yaml"))),
-        global_=tuple(sorted((root / "alerts" / "sharded" / "global").glob("*.yaml"))),
+        single=_in_order(root / "alerts" / "prometheus", skip=("aggregates",)),
+        shard=_in_order(root / "alerts" / "sharded" / "shard"),
+        global_=_in_order(root / "alerts" / "sharded" / "global"),
         allowlist=relabel["regex"], shard_label=label)
 
 
