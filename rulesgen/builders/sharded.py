@@ -78,23 +78,33 @@ class _Builder:
         self.forwarded: dict[str, None] = {}
         self.extra: dict[tuple[str, str], list[Rule]] = {}  # (file, group) -> shard records appended to it
         self.combined: dict[str, list[Rule]] = {}  # partial record -> its global combination (replaces it)
-        self.inline: dict[str, str] = {}  # printed partial aggregate -> combination text (shared by readers)
+        self.numbers: dict[str, int] = {}  # global rule -> shard records named after it so far
+        self.parts: dict[tuple, str] = {}  # (printed partial aggregate, slow read) -> the text combining its parts
         self.intervals = {(f.path, g.name): g.interval_seconds for f in rules.files for g in f.groups}
 
     # -- partial aggregates --------------------------------------------------------------------------
 
-    def _parts(self, agg, owner: str, where: tuple[str, str]) -> str:
+    def _parts(self, agg, owner: str, where: tuple[str, str], numbered: bool = False) -> str:
         """Shard records for the partial aggregate `agg` (an AggregateExpr over local input), appended to
         the shard group `where`; returns the text that combines them."""
         op = str(agg.op)
         if op not in DECOMPOSABLE:
             raise ShardingError(f"{owner}: {op} is not decomposable")
+        interval = self.intervals.get(where) or 0
+        key = (promql_print.to_text(agg), interval >= SLOW_INTERVAL and 2 * interval)
+        if key not in self.parts:  # the same aggregate in several rules: one shard record
+            if numbered:  # an aggregate inside a global rule: its parts are named <rule>_<n>
+                self.numbers[owner] = self.numbers.get(owner, 0) + 1
+                owner = f"{owner}_{self.numbers[owner]}"
+            self.parts[key] = self._new_parts(agg, op, owner, where, interval)
+        return self.parts[key]
+
+    def _new_parts(self, agg, op: str, owner: str, where: tuple[str, str], interval: int) -> str:
         modifier = _modifier(agg)
         inner = promql_print.to_text(agg.expr)
         combine_mod = modifier if modifier is None or modifier[0] == "by" else ("without", modifier[1] + (self.shard_label,))
         ops = (("sum", "sum"), ("count", "count")) if op == "avg" else ((op, op),)
         names = []
-        interval = self.intervals.get(where) or 0
         for part_op, suffix in ops:
             name = shard_record_name(owner, suffix)
             self._add_extra(where, Rule(expr=_agg_text(part_op, modifier, inner), record=name))
@@ -142,18 +152,13 @@ class _Builder:
         return f"max without ({self.shard_label}) ({text})"
 
     def global_expr(self, rule: Rule, where) -> str:
-        counter = [0]
         owner = rule.record or rule.alert
 
         def node(e: Expr, fmt: Callable[[Expr], str]) -> str | None:
             if isinstance(e, pp.AggregateExpr):
                 t = self.c.walk(e)
                 if t.tier == PARTIAL:
-                    key = promql_print.to_text(e)
-                    if key not in self.inline:
-                        counter[0] += 1
-                        self.inline[key] = self._parts(e, f"{owner}_{counter[0]}", where)
-                    return self.inline[key]
+                    return self._parts(e, owner, where, numbered=True)
                 return None
             if isinstance(e, pp.Call):
                 matrices = [a for a in e.args if isinstance(a, pp.MatrixSelector)]
