@@ -234,6 +234,15 @@ def test_remote_write_keeps_exactly_the_forwarded_names(sharded_render):
     assert kept == {n for n in sharded.sharded.forwarded if n in every}
     assert not pattern.fullmatch("DCGM_FI_DEV_GPU_TEMP") and not pattern.fullmatch("gpu:dcgm_gpu_temp:max")
     assert doc["global"]["external_labels"] == {"shard": "shard-0"}
+    # the shard's alerts keep their identity when a node moves to another shard
+    assert doc["alerting"]["alert_relabel_configs"] == [{"action": "labeldrop", "regex": "shard"}]
+
+
+def test_remote_write_fragment_is_a_valid_prometheus_config(promtool, tmp_path):
+    path = tmp_path / "prometheus.yml"
+    path.write_text((ROOT / REMOTE_WRITE).read_text())
+    proc = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_rendered_sharded_files_are_committed_and_lint_clean():
