@@ -168,6 +168,26 @@ def test_partial_records_keep_the_shard_label_and_are_combined(sharded):
     assert "max without (shard)" not in shard_text
 
 
+def test_local_parts_of_global_rules_run_on_the_shards(sharded):
+    """The baseline alert is global for its fleet-peer branch only: its history and node-peer branches are
+    computed on the shards (one sparse record), so the per-GPU history never leaves them."""
+    shard_records = {r.record: r.expr for f in sharded.shard_files for g in f.groups for r in g.rules if r.record}
+    assert "gpu:dcgm_baseline_history:mean" in shard_records["shard:GPUBaselineDeviation_1:local"]
+    assert "gpu:dcgm_baseline_history:mean" not in sharded.forwarded
+    assert "gpu:dcgm_baseline:value_30m" in sharded.forwarded  # the fleet's peer median needs every GPU's value
+
+
+@pytest.mark.parametrize("expr,named", [
+    ("x", True), ("rate(x[5m])", False), ('label_replace(x, "a", "b", "", "")', True), ("x > 3", True),
+    ("x > bool 3", False), ("x * 2", False), ("max by (a) (x)", False), ("topk(1, x)", True),
+    ("max by (a) (x) > 1 and y", False), ("sum(x) or y", True), ("abs(x)", False),
+])
+def test_which_expressions_keep_a_metric_name(expr, named):
+    from rulesgen.builders.sharded import may_have_name
+    from rulesgen.promql_tree import parse
+    assert may_have_name(parse(expr)) is named
+
+
 def test_global_alerts_naming_a_gpu_keep_its_identity(sharded):
     from rulesgen import label_flow
     rules = [r for f in sharded.global_files for g in f.groups for r in g.rules]
