@@ -214,30 +214,43 @@ class _YamlRule:
 
 def tier_findings(per_file, partition) -> list[Finding]:
     """tier-local: every rule of a file declared for the shards must be local or partial, as its tree and
-    the rules it reads (across all the files given) say."""
+    the rules it reads say. Rules of files declared global are not the shards' to read: a shard rule that
+    reads a name only they write is global too (the shards never see it)."""
     declared = {str(path): declared_tier(path) for path, _ in per_file}
     if "shard" not in declared.values():
         return []
-    rules, where = [], []
+    rules, where, global_only = [], [], set()
     for path, groups in per_file:
         for g in groups:
             for r in g.get("rules", []) or []:
-                if isinstance(r, Node) and _parses(r):
-                    labels = r.get("labels") or {}
-                    rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
-                                           str(r["alert"]) if "alert" in r else None,
-                                           tuple((str(k), str(v)) for k, v in labels.items()), r))
-                    where.append(str(path))
+                if not (isinstance(r, Node) and _parses(r)):
+                    continue
+                if declared[str(path)] == "global":
+                    global_only.add(str(r.get("record") or "ALERTS"))
+                    continue
+                labels = r.get("labels") or {}
+                rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
+                                       str(r["alert"]) if "alert" in r else None,
+                                       tuple((str(k), str(v)) for k, v in labels.items()), r))
+                where.append(str(path))
+    global_only -= {r.record for r in rules if r.record} | {"ALERTS"}
     c = Classifier(rules, partition)
     out = []
     for rule, path, t in zip(rules, where, c.tiers):
-        if declared[path] == "shard" and t.tier == GLOBAL:
-            at = where_of(rule.node, "expr")
-            name = rule.alert or rule.record
-            out.append(Finding(path, at.line, "tier-local", f"{name}: declared for the shards but {t.tier}: {t.why}"
-                               + (f" [{t.node}]" if t.node else "") + "; move it to the global tier", at.col))
+        if declared[path] != "shard":
+            continue
+        name = rule.alert or rule.record
+        at = where_of(rule.node, "expr")
+        unseen = [n for n in promql_tree.names_read(rule.expr) if n in global_only]
+        if t.tier == GLOBAL:
+            why = f"{t.why}" + (f" [{t.node}]" if t.node else "")
+        elif unseen:
+            why = f"reads {', '.join(unseen)}, written by the global tier only"
+        else:
+            continue
+        out.append(Finding(path, at.line, "tier-local", f"{name}: declared for the shards but global: {why}; "
+                           "move it to the global tier", at.col))
     return out
-
 
 
 def shortest_rate_window(rules) -> tuple[int, str] | None:

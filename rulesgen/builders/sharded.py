@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import promql_parser as pp
 
-from .. import promql_print
+from .. import label_flow, promql_print
 from ..durations import format_duration
 from ..lint import SLOW_INTERVAL
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
@@ -78,23 +78,33 @@ class _Builder:
         self.forwarded: dict[str, None] = {}
         self.extra: dict[tuple[str, str], list[Rule]] = {}  # (file, group) -> shard records appended to it
         self.combined: dict[str, list[Rule]] = {}  # partial record -> its global combination (replaces it)
-        self.inline: dict[str, str] = {}  # printed partial aggregate -> combination text (shared by readers)
+        self.numbers: dict[str, int] = {}  # global rule -> shard records named after it so far
+        self.parts: dict[tuple, str] = {}  # (printed partial aggregate, slow read) -> the text combining its parts
         self.intervals = {(f.path, g.name): g.interval_seconds for f in rules.files for g in f.groups}
 
     # -- partial aggregates --------------------------------------------------------------------------
 
-    def _parts(self, agg, owner: str, where: tuple[str, str]) -> str:
+    def _parts(self, agg, owner: str, where: tuple[str, str], numbered: bool = False) -> str:
         """Shard records for the partial aggregate `agg` (an AggregateExpr over local input), appended to
         the shard group `where`; returns the text that combines them."""
         op = str(agg.op)
         if op not in DECOMPOSABLE:
             raise ShardingError(f"{owner}: {op} is not decomposable")
+        interval = self.intervals.get(where) or 0
+        key = (promql_print.to_text(agg), interval >= SLOW_INTERVAL and 2 * interval)
+        if key not in self.parts:  # the same aggregate in several rules: one shard record
+            if numbered:  # an aggregate inside a global rule: its parts are named <rule>_<n>
+                self.numbers[owner] = self.numbers.get(owner, 0) + 1
+                owner = f"{owner}_{self.numbers[owner]}"
+            self.parts[key] = self._new_parts(agg, op, owner, where, interval)
+        return self.parts[key]
+
+    def _new_parts(self, agg, op: str, owner: str, where: tuple[str, str], interval: int) -> str:
         modifier = _modifier(agg)
         inner = promql_print.to_text(agg.expr)
         combine_mod = modifier if modifier is None or modifier[0] == "by" else ("without", modifier[1] + (self.shard_label,))
         ops = (("sum", "sum"), ("count", "count")) if op == "avg" else ((op, op),)
         names = []
-        interval = self.intervals.get(where) or 0
         for part_op, suffix in ops:
             name = shard_record_name(owner, suffix)
             self._add_extra(where, Rule(expr=_agg_text(part_op, modifier, inner), record=name))
@@ -142,18 +152,19 @@ class _Builder:
         return f"max without ({self.shard_label}) ({text})"
 
     def global_expr(self, rule: Rule, where) -> str:
-        counter = [0]
         owner = rule.record or rule.alert
 
-        def node(e: Expr, fmt: Callable[[Expr], str]) -> str | None:
+        def node(e: Expr, fmt: Callable[[Expr], str], extract: bool = True) -> str | None:
+            if isinstance(e, pp.SubqueryExpr):  # evaluated at past steps: nothing inside becomes a shard record
+                inner = promql_print.to_text(e.expr, node=lambda x, f: node(x, f, extract=False))
+                return self._subquery(e, inner)
             if isinstance(e, pp.AggregateExpr):
                 t = self.c.walk(e)
                 if t.tier == PARTIAL:
-                    key = promql_print.to_text(e)
-                    if key not in self.inline:
-                        counter[0] += 1
-                        self.inline[key] = self._parts(e, f"{owner}_{counter[0]}", where)
-                    return self.inline[key]
+                    return self._parts(e, owner, where, numbered=True)
+            if extract and self._extractable(e):
+                return self._local_part(e, owner, where)
+            if isinstance(e, pp.AggregateExpr):
                 return None
             if isinstance(e, pp.Call):
                 matrices = [a for a in e.args if isinstance(a, pp.MatrixSelector)]
@@ -173,6 +184,41 @@ class _Builder:
                 return None
             return None
         return promql_print.to_text(rule.expr, node=node)
+
+    @staticmethod
+    def _subquery(e, inner: str) -> str:
+        step = f":{format_duration(int(e.step.total_seconds()))}" if e.step is not None else ":"
+        offset = f" offset {format_duration(int(e.offset.total_seconds()))}" if e.offset is not None else ""
+        if e.at is not None:
+            raise ShardingError(f"a subquery with @ in a global rule: {promql_print.to_text(e)}")
+        return f"{inner}[{format_duration(int(e.range.total_seconds()))}{step}]{offset}"
+
+    def _extractable(self, e: Expr) -> bool:
+        """A local part of a global rule worth computing on the shards: it reads series, is more than a
+        selector read alone, keeps the partition key, and its series carry no metric name (so a record of
+        it has one series per label set)."""
+        if isinstance(e, (pp.VectorSelector, pp.MatrixSelector, pp.NumberLiteral, pp.StringLiteral, pp.ParenExpr)):
+            return False
+        if isinstance(e, pp.Call) and all(isinstance(a, (pp.VectorSelector, pp.MatrixSelector, pp.NumberLiteral,
+                                                         pp.StringLiteral)) for a in e.args):
+            return False  # fn(x[w]): forwarding x costs the same
+        if not any(isinstance(x, pp.VectorSelector) for x in _nodes(e)):
+            return False
+        return (self.c.walk(e).tier == LOCAL and self.c.keeps_partition(e) and not may_have_name(e)
+                and "set-only" not in self.c.walk(e).why)
+
+    def _local_part(self, e: Expr, owner: str, where) -> str:
+        """A local part of a global rule: a shard record, read back without the shard label."""
+        interval = self.intervals.get(where) or 0
+        key = ("local", promql_print.to_text(e), interval)
+        if key not in self.parts:
+            self.numbers[owner] = self.numbers.get(owner, 0) + 1
+            name = shard_record_name(f"{owner}_{self.numbers[owner]}", "local")
+            self._add_extra(where, Rule(expr=promql_print.to_text(e), record=name))
+            self.forwarded[name] = None
+            read = f"last_over_time({name}[{format_duration(2 * interval)}])" if interval >= SLOW_INTERVAL else name
+            self.parts[key] = self._wrap(read)
+        return self.parts[key]
 
     # -- the split -----------------------------------------------------------------------------------
 
@@ -229,6 +275,49 @@ class _Builder:
         what = (f"{TIER_MARK} shard (every shard loads this file): the local and partial rules of " if tier == "shard" else
                 f"{TIER_MARK} global (the global evaluator loads this file): the global rules of ")
         return RuleFile(f"{folder}/{name}", tuple(out), f"{what}{f.path}. {f.description}")
+
+
+NAME_DROPPING_CALLS = frozenset((
+    "abs", "absent", "absent_over_time", "avg_over_time", "ceil", "changes", "clamp", "clamp_max", "clamp_min",
+    "count_over_time", "delta", "deriv", "exp", "floor", "histogram_quantile", "idelta", "increase", "irate", "ln",
+    "log10", "log2", "max_over_time", "min_over_time", "predict_linear", "quantile_over_time", "rate", "resets",
+    "round", "scalar", "sgn", "sqrt", "stddev_over_time", "stdvar_over_time", "sum_over_time", "time", "timestamp",
+    "vector"))
+ARITHMETIC = frozenset(("+", "-", "*", "/", "%", "^", "atan2"))
+
+
+def _nodes(e: Expr):
+    from ..promql_tree import nodes
+    return nodes(e)
+
+
+def may_have_name(e: Expr) -> bool:
+    """Whether the series of an expression can keep a metric name (a selector's, through label_replace,
+    a comparison's left side, and/or/unless, topk ...). Conservative: unknown functions keep it."""
+    if isinstance(e, (pp.VectorSelector, pp.MatrixSelector)):
+        return True
+    if isinstance(e, (pp.NumberLiteral, pp.StringLiteral)):
+        return False
+    if isinstance(e, pp.ParenExpr):
+        return may_have_name(e.expr)
+    if isinstance(e, pp.UnaryExpr):
+        return False
+    if isinstance(e, pp.SubqueryExpr):
+        return may_have_name(e.expr)
+    if isinstance(e, pp.AggregateExpr):
+        return str(e.op) in ("topk", "bottomk", "limitk", "limit_ratio") and may_have_name(e.expr)
+    if isinstance(e, pp.Call):
+        if e.func.name in NAME_DROPPING_CALLS:
+            return False
+        return any(may_have_name(a) for a in e.args if not isinstance(a, (pp.NumberLiteral, pp.StringLiteral)))
+    if isinstance(e, pp.BinaryExpr):
+        op = str(e.op)
+        if op in ARITHMETIC or (e.modifier is not None and e.modifier.return_bool):
+            return False
+        if op == "or":
+            return may_have_name(e.lhs) or may_have_name(e.rhs)
+        return may_have_name(e.lhs) if not label_flow.is_scalar(e.lhs) else may_have_name(e.rhs)
+    return True
 
 
 def build_sharded(rules: RuleSet, settings, shard_label: str = "shard") -> ShardedRules:

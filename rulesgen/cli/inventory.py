@@ -225,7 +225,8 @@ def _explain_json(plan, fm) -> dict:
         "thresholds": [{"name": t.name, "value": overrides.get(t.name, t.value), "unit": t.unit,
                         "source": " ".join(t.source.split()), "from_config": t.name in overrides} for t in fm.thresholds],
         "alerts": [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
-                    "for_seconds": r.for_seconds, "expr": r.expr} for r in plan.rules.rules if r.failure_mode == fm.id],
+                    "for_seconds": r.for_seconds, "expr": r.expr, "tier": _rule_tier(plan, r.alert)["tier"]}
+                   for r in plan.rules.rules if r.failure_mode == fm.id],
         "inactive": dict(plan.rules.inactive).get(fm.id),
         "covers": [{"target": t, "values": [v for x, v in fm.covers if x == t and v]} for t in targets],
         "covered_by": [{"source": s, "values": v} for s, v in covered_by.items()],

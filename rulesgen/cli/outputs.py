@@ -154,7 +154,7 @@ def init(directory, force):
                    "failure_mode, action; annotations summary, description, runbook_url, dashboard_url).")
 @format_option
 def lint(files, config, contract, fmt):
-    """Offline checks of rule FILES (default alerts/prometheus/*.yaml), in the manner of pint.
+    """Offline checks of rule FILES (default alerts/prometheus/*.yaml and alerts/sharded/*/*.yaml), in the manner of pint.
 
     A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
     rules (tier-local), judged with every file given (lint alerts/sharded/*/*.yaml).
@@ -168,7 +168,8 @@ def lint(files, config, contract, fmt):
     except RulesgenError as exc:
         fail(exc)
     from ..tiers import partition_labels
-    paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
+    paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
+                                         + sorted(Path("alerts/sharded").glob("*/*.yaml")))
     findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
                           max_rules=settings.max_rules_per_group, partition=partition_labels(settings))
     if fmt == "json":

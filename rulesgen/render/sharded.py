@@ -25,13 +25,15 @@ def remote_write_fragment(sharded: ShardedRules) -> Artifact:
     doc = {
         "global": {"external_labels": {sharded.shard_label: "shard-0"}},
         "remote_write": [{"url": GLOBAL_WRITE_URL, "write_relabel_configs": write_relabel_configs(sharded)}],
+        "alerting": {"alert_relabel_configs": [{"action": "labeldrop", "regex": sharded.shard_label}]},
     }
     lines = ["Prometheus configuration fragment for every shard: merge it into each shard's prometheus.yml.",
              f"external_labels.{sharded.shard_label}: a value of its own per shard (shard-0, shard-1 ...); every partial record",
              "keeps it and the global rules aggregate it away. remote_write.url: your global store (Thanos Receive,",
              "Mimir, VictoriaMetrics cluster vminsert); the keep-regex forwards exactly the series the global rules",
              f"in alerts/sharded/global/ read ({len(sharded.forwarded)} names). The write_relabel_configs list is also a",
-             "vmagent -remoteWrite.urlRelabelConfig file."]
+             "vmagent -remoteWrite.urlRelabelConfig file. alerting.alert_relabel_configs: the shard's alerts leave without",
+             f"the {sharded.shard_label} label, so a node moved to another shard keeps its alerts' identity (README \"Alert identity\")."]
     return Artifact(REMOTE_WRITE, header(lines) + dump(doc))
 
 
