@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: render test test-live test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
+.PHONY: render test test-live test-sharding test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(STAMP) tools
 # victoria-metrics + vmalert -> Alertmanager -> webhook): ~18 minutes, both engines at once; writes benchmarks/results/live-latency.md.
 test-live: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -s -m live tests/live
+
+# Two shards and a global tier against one server, every multi-node scenario (make test runs the
+# scenarios that cross shards; tests/test_sharding.py): 4 promtool replays per scenario.
+test-sharding: $(STAMP) tools
+	RULESGEN_SHARDING=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_sharding.py
 
 # Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
 test-vm-all: $(STAMP) tools

@@ -63,6 +63,15 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     prose("Interval of every rule group but the baselines (pinned, so the cost does not follow Prometheus' global).")
     conf(f"evaluation_interval: {format_duration(s.evaluation_interval)}")
     gap()
+    prose("Rules per group at most (0: no limit; Grafana Mimir's -ruler.max-rules-per-rule-group default is 20).",
+          "Larger groups are split, and rules reading ALERTS get groups of their own (README \"Engine fit\").")
+    conf(f"max_rules_per_group: {s.max_rules_per_group}")
+    gap()
+    prose("single: one Prometheus or vmalert evaluates every rule. sharded: also render alerts/sharded/ (rules",
+          "for shards split by node, rules for a global evaluator, the remote-write allowlist; README \"Sharded",
+          "topology\") and tier-labelled PrometheusRule/VMRule objects.")
+    conf(f"topology: {_scalar(s.topology)}")
+    gap()
     prose("Longest scrape interval of the dcgm-exporter job (`rulesgen lint`: raw windows >= 4x this).")
     conf(f"scrape_interval: {format_duration(s.scrape_interval)}")
     gap()

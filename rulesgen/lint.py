@@ -7,13 +7,15 @@ checks judge rulesgen's own files (its header, groups named rulesgen-*) and, on 
 the generic checks judge every file."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conventions, label_flow, promql_print, promql_tree
+from . import conventions, engine_fit, label_flow, promql_print, promql_tree
 from .conventions import is_sparse
 from .errors import RulesgenError, Where
 from .model import IDENTITY_GROUPS
+from .tiers import DEFAULT_SHARD_LABEL, GLOBAL, Classifier
 from .durations import format_duration, parse_duration
 from .yamlsource import Node, load_file, where_of
 
@@ -57,7 +59,26 @@ CHECKS = {c.code: c for c in (
     Check("contract-annotation", "warning", True, "rulesgen alerts carry summary, description, runbook_url, dashboard_url"),
     Check("fleet-per-pod", "warning", True, "rulesgen's fleet:* aggregates drop per-pod labels"),
     Check("alert-identity", "error", True, "a hardware alert carries only its subject's identity labels (README \"Alert identity\")"),
+    Check("group-size", "warning", False, "a group holds more rules than max_rules_per_group (Mimir rejects it above "
+          "-ruler.max-rules-per-rule-group, default 20)"),
+    Check("group-count", "warning", False, "more groups than Mimir's -ruler.max-rule-groups-per-tenant default (70)"),
+    Check("alerts-reader-mixed", "warning", False, "a rule reading ALERTS shares its group with other rules: Prometheus 3 "
+          "then evaluates that whole group serially"),
+    Check("engine-field", "error", False, "a group field some engine reading plain rule files rejects (query_offset, "
+          "eval_delay ...)"),
+    Check("tier-local", "error", False, "a rule declared for the shards (a `# Tier shard` file) needs the whole fleet: "
+          "it aggregates the partition key away non-decomposably or reads a global result (README \"Sharded topology\")"),
 )}
+# Group fields of a plain rule file, and the engines reading such files (README "Engine fit") that accept
+# each: a field missing from an engine's list makes it reject the whole file.
+ENGINES = ("Prometheus 2.42", "Prometheus 3.5", "vmalert 1.145")
+GROUP_FIELDS = {
+    "name": ENGINES, "interval": ENGINES, "limit": ENGINES, "rules": ENGINES,
+    "query_offset": ("Prometheus 3.5",),  # Prometheus >= 2.53 (model/rulefmt RuleGroup.QueryOffset)
+    "labels": ("Prometheus 3.5", "vmalert 1.145"),  # Prometheus >= 3.0
+    **{k: ("vmalert 1.145",) for k in ("eval_delay", "eval_offset", "eval_alignment", "concurrency", "type", "headers",
+                                       "notifier_headers", "params", "debug", "tenant")},
+}
 UNLISTED = Check("?", "warning", False, "")
 
 
@@ -95,12 +116,15 @@ def is_rulesgen_file(path: Path, groups) -> bool:
 
 
 DAY = 86400
+DEFAULT_PARTITION = ("Hostname", "hostname", "instance")  # tiers.partition_labels of the default settings
 
 
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600,
-               contract: bool | None = None) -> list[Finding]:
+               contract: bool | None = None, partition: tuple[str, ...] = DEFAULT_PARTITION,
+               max_rules: int = engine_fit.MIMIR_MAX_RULES_PER_GROUP) -> list[Finding]:
     """contract: None holds rulesgen's own files to its contract and spares foreign ones; True holds
-    every file to it, False none."""
+    every file to it, False none. partition: the labels a shard's nodes are split by (tier-local).
+    max_rules: rules per group at most (0: no limit)."""
     findings: list[Finding] = []
     docs = []
     for path in paths:
@@ -118,13 +142,115 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
             slow.update({str(r["record"]): interval for r in group.get("rules", []) if "record" in r})
     records = label_flow.record_labels([(str(r["record"]), str(r.get("expr", ""))) for _, g in groups
                                         for r in g.get("rules", []) if "record" in r and _parses(r)])
+    findings += lint_groups(groups, max_rules)
     for path, group in groups:
-        identity = str(group.get("name", "")) in IDENTITY_GROUP_NAMES
+        identity = engine_fit.base_group(str(group.get("name", "")), IDENTITY_GROUP_NAMES) is not None
         for rule in group.get("rules", []):
             findings += [f for f in lint_rule(str(path), rule, scrape_interval, long_window, slow,
                                              records if identity else None)
                          if judged[str(path)] or not check_of(f.code).contract]
+    findings += tier_findings(per_file, partition)
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))
+
+
+def lint_groups(groups: list[tuple[Path, Node]], max_rules: int) -> list[Finding]:
+    """Engine fit (engine_fit.py): group size, group count, ALERTS readers in groups of their own, and
+    group fields every engine reading plain rule files accepts."""
+    out = []
+    for n, (path, group) in enumerate(groups, start=1):
+        name = str(group.get("name", "?"))
+        at_name = where_of(group, "name")
+        rules = [r for r in group.get("rules", []) or [] if isinstance(r, dict)]
+        if n == engine_fit.MIMIR_MAX_GROUPS_PER_TENANT + 1:
+            out.append(Finding(str(path), at_name.line, "group-count",
+                               f"{name}: group {n} of {len(groups)}: Grafana Mimir accepts {engine_fit.MIMIR_MAX_GROUPS_PER_TENANT} "
+                               "groups per tenant by default (-ruler.max-rule-groups-per-tenant)", at_name.col))
+        if max_rules and len(rules) > max_rules:
+            out.append(Finding(str(path), at_name.line, "group-size",
+                               f"{name}: {len(rules)} rules, above {max_rules} (Grafana Mimir's ruler rejects a group above "
+                               "-ruler.max-rules-per-rule-group, default 20; `rulesgen render` splits its own groups "
+                               "at max_rules_per_group)", at_name.col))
+        reasons = [(r, engine_fit.serial_reason(str(r.get("expr", "")))) for r in rules]
+        serial = [(r, why) for r, why in reasons if why]
+        if serial and len(serial) < len(rules):
+            first, why = serial[0]
+            out.append(Finding(str(path), at_name.line, "alerts-reader-mixed",
+                               f"{name}: {len(serial)} of its {len(rules)} rules make Prometheus 3's dependency analysis give up "
+                               f"({first.get('alert') or first.get('record')} {why}), so it evaluates the whole group "
+                               "serially; move them to a group of their own", at_name.col))
+        for key in group if isinstance(group, dict) else ():
+            engines = GROUP_FIELDS.get(str(key))
+            if engines is not None and engines != ENGINES:
+                at = where_of(group, key)
+                rejecting = [e for e in ENGINES if e not in engines]
+                out.append(Finding(str(path), at.line, "engine-field",
+                                   f"{name}: group field {key!r} is accepted only by {', '.join(engines)}: "
+                                   f"{', '.join(rejecting)} reject the whole file (a plain rule file is read by all of "
+                                   f"{', '.join(ENGINES)})", at.col))
+    return out
+
+
+_TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)
+
+
+def declared_tier(path: Path) -> str | None:
+    """The tier a rule file's header declares (`# Tier shard (` / `# Tier global (`), else None."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+    except OSError:
+        return None
+    m = _TIER_DECLARATION.search(head)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class _YamlRule:
+    expr: str
+    record: str | None
+    alert: str | None
+    labels: tuple[tuple[str, str], ...]
+    node: Node
+
+
+def tier_findings(per_file, partition) -> list[Finding]:
+    """tier-local: every rule of a file declared for the shards must be local or partial, as its tree and
+    the rules it reads say. Rules of files declared global are not the shards' to read: a shard rule that
+    reads a name only they write is global too (the shards never see it)."""
+    declared = {str(path): declared_tier(path) for path, _ in per_file}
+    if "shard" not in declared.values():
+        return []
+    rules, where, global_only = [], [], set()
+    for path, groups in per_file:
+        for g in groups:
+            for r in g.get("rules", []) or []:
+                if not (isinstance(r, Node) and _parses(r)):
+                    continue
+                if declared[str(path)] == "global":
+                    global_only.add(str(r.get("record") or "ALERTS"))
+                    continue
+                labels = r.get("labels") or {}
+                rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
+                                       str(r["alert"]) if "alert" in r else None,
+                                       tuple((str(k), str(v)) for k, v in labels.items()), r))
+                where.append(str(path))
+    global_only -= {r.record for r in rules if r.record} | {"ALERTS"}
+    c = Classifier(rules, partition)
+    out = []
+    for rule, path, t in zip(rules, where, c.tiers):
+        if declared[path] != "shard":
+            continue
+        name = rule.alert or rule.record
+        at = where_of(rule.node, "expr")
+        unseen = [n for n in promql_tree.names_read(rule.expr) if n in global_only]
+        if t.tier == GLOBAL:
+            why = f"{t.why}" + (f" [{t.node}]" if t.node else "")
+        elif unseen:
+            why = f"reads {', '.join(unseen)}, written by the global tier only"
+        else:
+            continue
+        out.append(Finding(path, at.line, "tier-local", f"{name}: declared for the shards but global: {why}; "
+                           "move it to the global tier", at.col))
+    return out
 
 
 def shortest_rate_window(rules) -> tuple[int, str] | None:
@@ -206,6 +332,8 @@ def lint_rule(path: str, rule: Node, scrape_interval: int, long_window: int,
                     where_of(labels, key))
     elif str(rule.get("record", "")).startswith("fleet:"):
         for kind, labels in promql_tree.grouping(tree) if tree else ():
+            if kind == "without" and set(labels) <= {DEFAULT_SHARD_LABEL}:
+                continue  # the global tier reading a shard's series (README "Sharded topology")
             if kind == "without" or set(labels) & set(WORKLOAD_LABELS):
                 add("fleet-per-pod", f"fleet aggregate keeps per-pod labels ({kind} ({', '.join(labels)}))")
     return out

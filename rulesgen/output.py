@@ -39,6 +39,11 @@ class RuleGroup:
     name: str
     rules: tuple[Rule, ...]
     interval_seconds: int | None = None
+    # How far in the past the group queries (series that arrive late, e.g. remote-written to a global
+    # evaluator). Each engine names it its own way and rejects the others' name, so it is written only
+    # where the reader is known: PrometheusRule `query_offset` (Prometheus >= 2.53), VMRule `eval_delay`
+    # (vmalert); never in plain rule files, which Prometheus 2.42 and vmalert also read (lint engine-field).
+    query_delay_seconds: int | None = None
 
 
 @dataclass(frozen=True)

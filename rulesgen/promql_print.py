@@ -66,10 +66,16 @@ def _bin_modifier(e) -> str:
     return out
 
 
-def to_text(expr: Expr | str, replace: Replace | None = None) -> str:
+def to_text(expr: Expr | str, replace: Replace | None = None,
+            node: Callable[[Expr, Callable[[Expr], str]], str | None] | None = None) -> str:
     """The expression on one line, in the builders' style; `replace` may print some selectors
-    differently (add matchers, put a value or an expression in their place)."""
+    differently (add matchers, put a value or an expression in their place); `node(e, fmt)` may print
+    any node differently (fmt prints its children as usual), or return None."""
     def fmt(e: Expr) -> str:
+        if node is not None:
+            text = node(e, fmt)
+            if text is not None:
+                return text
         if isinstance(e, (pp.VectorSelector, pp.MatrixSelector)):
             matrix = isinstance(e, pp.MatrixSelector)
             vs = e.vector_selector if matrix else e

@@ -81,6 +81,16 @@ class BaselineSettings:
 SEASONALITY = ("none", "weekly")
 MAX_KEEP_FIRING_FOR = 3600
 
+# single: one server evaluates every rule (alerts/prometheus/); sharded: also the tiered files for shards
+# split by node and a global evaluator (alerts/sharded/, README "Sharded topology").
+TOPOLOGIES = ("single", "sharded")
+
+
+# max_rules_per_group: 0 (no limit) or within these bounds. Each group is one more scheduled evaluation
+# (and Mimir allows 70 groups per tenant by default); no engine needs groups above 1000 rules.
+MIN_RULES_PER_GROUP = 5
+MAX_RULES_PER_GROUP = 1000
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -94,6 +104,9 @@ class Settings:
     workload_regex: str = DEFAULT_WORKLOAD_REGEX
     profiling: bool = True
     evaluation_interval: int = 60  # interval: of every group but the baselines; Prometheus' own default
+    # Rules per group at most (0: no limit): Grafana Mimir's -ruler.max-rules-per-rule-group default (engine_fit.py).
+    max_rules_per_group: int = 20
+    topology: str = "single"  # single | sharded (TOPOLOGIES)
     runbook_base_url: str = "https://github.com/rulesgen/rulesgen/blob/main/runbooks/"
     grafana_base_url: str = "http://grafana.example.com"
     extra_labels: tuple[tuple[str, str], ...] = ()
@@ -252,6 +265,17 @@ def load_settings(path: Path | None) -> Settings:
             errors.add(top.at("evaluation_interval"), "bad-value", "evaluation_interval must be positive")
         else:
             kwargs["evaluation_interval"] = interval
+    max_rules = top.num("max_rules_per_group", integer=True)
+    if max_rules is not None:
+        if max_rules != 0 and not MIN_RULES_PER_GROUP <= max_rules <= MAX_RULES_PER_GROUP:
+            errors.add(top.at("max_rules_per_group"), "out-of-range",
+                       f"max_rules_per_group: {max_rules} is out of range: 0 (no limit) or [{MIN_RULES_PER_GROUP}, "
+                       f"{MAX_RULES_PER_GROUP}] (Grafana Mimir's default, -ruler.max-rules-per-rule-group, is 20)")
+        else:
+            kwargs["max_rules_per_group"] = max_rules
+    topology = top.str("topology", choices=TOPOLOGIES)
+    if topology is not None:
+        kwargs["topology"] = topology
     scrape = top.duration("scrape_interval")
     if scrape is not None:
         if scrape <= 0:

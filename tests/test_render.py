@@ -143,9 +143,9 @@ def test_explain_traces_each_alert_from_the_catalog_to_its_files():
     path = result.stdout.split("\nPATH (catalog -> rules -> files)\n", 1)[1]
     lines = [x.strip() for x in path.splitlines()]
     assert lines[0].startswith("catalog/failure_modes.yaml:") and lines[0].endswith("alert (warning)")
-    assert lines[1] == "-> GPUThermalThrottling  group rulesgen-health-alerts in alerts/prometheus/health.yaml"
+    assert lines[1] == "-> GPUThermalThrottling  group rulesgen-health-alerts-1 in alerts/prometheus/health.yaml"
     assert "deploy/prometheus-operator/rulesgen-health.yaml" in lines[2] and "tests/vmalert/rules/levels.yaml" in lines[2]
-    assert any(x.startswith("gpu:dcgm_gpu_temp:max  group rulesgen-gpu-signals in alerts/prometheus/recording.yaml; "
+    assert any(x.startswith("gpu:dcgm_gpu_temp:max  group rulesgen-gpu-signals-1 in alerts/prometheus/recording.yaml; "
                             "from catalog/signals.yaml:") for x in lines)
     # transitively: the model limit reads the GPU count, which reads the reporting timestamp
     assert any(x.startswith("gpu:dcgm_reporting:timestamp  group") for x in lines)

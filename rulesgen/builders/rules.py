@@ -1,7 +1,7 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from .. import conventions, covers, jobmetrics, promql, promql_print, promql_tree, rule_graph
+from .. import conventions, covers, engine_fit, jobmetrics, promql, promql_print, promql_tree, rule_graph
 from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
 from ..fields import did_you_mean
@@ -108,7 +108,8 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         if rules:
             files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval), *extra),
                                   description=description))
-    return RuleSet(files=tuple(files), inactive=tuple(inactive))
+    # Engine fit: no group above max_rules_per_group, the rules reading ALERTS in groups of their own.
+    return RuleSet(files=engine_fit.fit(files, settings.max_rules_per_group), inactive=tuple(inactive))
 
 
 def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> tuple[list[Rule], tuple[RuleGroup, ...]]:

@@ -103,9 +103,14 @@ def _list_json(plan, inactive, report, counters_file, job_file, stock) -> dict:
 @with_common
 @format_option
 def explain(failure_mode, catalog, config, scenarios, fmt):
-    """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files."""
+    """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files.
+    Given a recording rule or alert name instead: its tier (local, partial, global) and why."""
     plan = plan_or_fail(catalog, config, scenarios)
     ids = [fm.id for fm in plan.catalog.failure_modes]
+    rule_names = {r.record or r.alert for r in plan.rules.rules}
+    if failure_mode not in ids and failure_mode in rule_names:
+        _explain_rule(plan, failure_mode, fmt)
+        return
     if failure_mode not in ids:
         from ..fields import did_you_mean
         error(f"unknown failure mode {failure_mode!r}{did_you_mean(failure_mode, ids)}")
@@ -134,10 +139,14 @@ def explain(failure_mode, catalog, config, scenarios, fmt):
             for n, step in enumerate(lim["order"], 1):
                 click.echo(wrap(f"{n}. {step}"))
     click.echo("\nALERTS")
-    for rule in plan.rules.rules:
+    from ..tiers import classify
+    rules = list(plan.rules.rules)
+    tiers = classify(rules, plan.settings)
+    for i, rule in enumerate(rules):
         if rule.failure_mode == fm.id:
             labels = dict(rule.labels)
-            click.echo(f"  {rule.alert}  severity={labels['severity']} action={labels['action']} for={rule.for_seconds}s")
+            click.echo(f"  {rule.alert}  severity={labels['severity']} action={labels['action']} for={rule.for_seconds}s "
+                       f"tier={tiers.tiers[i].tier}")
             click.echo(textwrap.indent(rule.expr, "    "))
     if fm.id in dict(plan.rules.inactive):
         click.echo(f"  inactive: {dict(plan.rules.inactive)[fm.id]}")
@@ -174,6 +183,41 @@ def explain(failure_mode, catalog, config, scenarios, fmt):
         click.echo(line)
 
 
+def _rule_tier(plan, name: str) -> dict:
+    """{name, kind, group, file, tier, why, node}: the rule's tier in a fleet sharded by node (tiers.py)."""
+    from ..tiers import classify
+    rules = list(plan.rules.rules)
+    c = classify(rules, plan.settings)
+    place = {id(r): (f.path, g.name) for f in plan.rules.files for g in f.groups for r in g.rules}
+    i = next(i for i, r in enumerate(rules) if (r.record or r.alert) == name)
+    t = c.tiers[i]
+    path, group = place[id(rules[i])]
+    out = {"name": name, "kind": "record" if rules[i].record else "alert", "group": group, "file": path,
+           "tier": t.tier, "why": t.why, "node": t.node}
+    if plan.sharded is not None:
+        out["sharded_file"] = next((f.path for f in plan.sharded.shard_files + plan.sharded.global_files
+                                    for g in f.groups for r in g.rules if (r.record or r.alert) == name), None)
+    return out
+
+
+def _explain_rule(plan, name: str, fmt: str) -> None:
+    """`rulesgen explain RULE`: a recording rule's or alert's tier and the node of its tree that decided it."""
+    info = _rule_tier(plan, name)
+    if fmt == "json":
+        emit_json(info)
+        return
+    rule = next(r for r in plan.rules.rules if (r.record or r.alert) == name)
+    click.echo(f"{name}: {info['kind']} in group {info['group']} ({info['file']})\n")
+    click.echo(textwrap.indent(rule.expr.rstrip("\n"), "  "))
+    click.echo(f"\nTIER (README \"Sharded topology\")\n  {info['tier']}")
+    wrap = lambda text: textwrap.fill(" ".join(text.split()), 100, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    click.echo(wrap(f"why: {info['why']}"))
+    if info["node"]:
+        click.echo(wrap(f"decided at: {info['node']}"))
+    if info.get("sharded_file"):
+        click.echo(f"  sharded: {info['sharded_file']}")
+
+
 def _explain_json(plan, fm) -> dict:
     """{id, title, group, scope, summary, meaning, why, thresholds: [{name, value, unit, source, from_config}],
     limits: [{key, record, own_metric, default, order, source}], alerts: [{alert, severity, action, for_seconds, expr}],
@@ -195,7 +239,8 @@ def _explain_json(plan, fm) -> dict:
                         "source": " ".join(t.source.split()), "from_config": t.name in overrides} for t in fm.thresholds],
         "limits": limit_sources(plan.catalog, fm),
         "alerts": [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
-                    "for_seconds": r.for_seconds, "expr": r.expr} for r in plan.rules.rules if r.failure_mode == fm.id],
+                    "for_seconds": r.for_seconds, "expr": r.expr, "tier": _rule_tier(plan, r.alert)["tier"]}
+                   for r in plan.rules.rules if r.failure_mode == fm.id],
         "inactive": dict(plan.rules.inactive).get(fm.id),
         "covers": [{"target": t, "values": [v for x, v in fm.covers if x == t and v]} for t in targets],
         "covered_by": [{"source": s, "values": v} for s, v in covered_by.items()],

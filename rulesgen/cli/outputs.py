@@ -154,7 +154,10 @@ def init(directory, force):
                    "failure_mode, action; annotations summary, description, runbook_url, dashboard_url).")
 @format_option
 def lint(files, config, contract, fmt):
-    """Offline checks of rule FILES (default alerts/prometheus/*.yaml), in the manner of pint.
+    """Offline checks of rule FILES (default alerts/prometheus/*.yaml and alerts/sharded/*/*.yaml), in the manner of pint.
+
+    A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
+    rules (tier-local), judged with every file given (lint alerts/sharded/*/*.yaml).
 
     Rate windows, `for`, long raw windows and instant reads of slow records apply to every file; the
     rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract."""
@@ -164,8 +167,11 @@ def lint(files, config, contract, fmt):
         settings = load_settings(config_path(config))
     except RulesgenError as exc:
         fail(exc)
-    paths = [Path(f) for f in files] or sorted(Path("alerts/prometheus").glob("*.yaml"))
-    findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None)
+    from ..tiers import partition_labels
+    paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
+                                         + sorted(Path("alerts/sharded").glob("*/*.yaml")))
+    findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
+                          max_rules=settings.max_rules_per_group, partition=partition_labels(settings))
     if fmt == "json":
         emit_json({"files": [str(p) for p in paths],
                    "findings": [{"path": f.path, "line": f.line, "col": f.col, "severity": f.severity, "code": f.code,

@@ -11,6 +11,8 @@ from .yamltext import dump, header
 
 PROMETHEUS_RULE = ("monitoring.coreos.com/v1", "PrometheusRule", "deploy/prometheus-operator")
 VMRULE = ("operator.victoriametrics.com/v1beta1", "VMRule", "deploy/victoriametrics-operator")
+# A group's query delay (RuleGroup.query_delay_seconds) as each resource's engine names it.
+DELAY_FIELD = {"PrometheusRule": "query_offset", "VMRule": "eval_delay"}
 
 
 def _name(path: str) -> str:
@@ -35,7 +37,7 @@ def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str,
     api, kind_name, folder = kind
     artifacts = []
     for f in rule_files:
-        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f)}
+        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f, DELAY_FIELD[kind_name])}
         artifacts.append(Artifact(resource_path(f.path, kind), header([f"{kind_name}: {f.description}"]) + dump(doc)))
     return artifacts + [kustomization(folder, artifacts)]
 
@@ -71,3 +73,22 @@ def kustomization(folder: str, resources: list[Artifact]) -> Artifact:
     doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
            "resources": sorted(PurePosixPath(a.path).name for a in resources)}
     return Artifact(f"{folder}/kustomization.yaml", header(["kustomization listing the resources of this folder."]) + dump(doc))
+
+
+TIER_LABEL = "rulesgen.io/tier"
+
+
+def tiered_rule_resources(shard_files: list[RuleFile], global_files: list[RuleFile], out: KubeOutput,
+                          kind: tuple[str, str, str]) -> list[Artifact]:
+    """The sharded topology's rule files as resources in `<folder>-sharded/`, labelled
+    rulesgen.io/tier: local (every shard's ruleSelector) or global (the Thanos ruler's, vmalert's)."""
+    api, kind_name, folder = kind
+    folder += "-sharded"
+    artifacts = []
+    for tier, prefix, files in (("local", "shard", shard_files), ("global", "global", global_files)):
+        for f in files:
+            name = f"rulesgen-{prefix}-" + PurePosixPath(f.path).stem.replace("_", "-")
+            doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(name, out, ((TIER_LABEL, tier),)),
+                   "spec": groups_dict(f)}
+            artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"{kind_name} ({TIER_LABEL}: {tier}): {f.description}"]) + dump(doc)))
+    return artifacts + [kustomization(folder, artifacts)]

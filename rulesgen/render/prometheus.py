@@ -24,12 +24,16 @@ def rule_dict(rule: Rule) -> dict:
     return out
 
 
-def groups_dict(rule_file: RuleFile) -> dict:
+def groups_dict(rule_file: RuleFile, delay_field: str | None = None) -> dict:
+    """delay_field: the name the reading engine gives a group's query delay (query_offset for Prometheus
+    >= 2.53, eval_delay for vmalert); None for plain rule files, read by every engine (no delay written)."""
     groups = []
     for g in rule_file.groups:
         group: dict = {"name": g.name}
         if g.interval_seconds:
             group["interval"] = format_duration(g.interval_seconds)
+        if delay_field and g.query_delay_seconds:
+            group[delay_field] = format_duration(g.query_delay_seconds)
         group["rules"] = [rule_dict(r) for r in g.rules]
         groups.append(group)
     return {"groups": groups}

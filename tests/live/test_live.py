@@ -364,7 +364,7 @@ class Script:
         self.wait("every GPU recorded with its workload", lambda: len(self.query("gpu:dcgm_workload:info")) == 17
                   and len(self.query('gpu:dcgm_workload:info{pod!=""}')) == 9, 180, required=True)
         self.wait(f"{self.name} evaluating the alert groups", lambda: any(
-            g.get("name") == "rulesgen-health-alerts" for g in self.engine.evaluator.get_json("/api/v1/rules")["data"]["groups"]),
+            g.get("name", "").startswith("rulesgen-health-alerts") for g in self.engine.evaluator.get_json("/api/v1/rules")["data"]["groups"]),
             60, required=True)
         self.hold(self.quiet + 10)
         self.check(not self.receiver.since(0), "healthy load: no notification expected")

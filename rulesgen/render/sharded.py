@@ -1,0 +1,42 @@
+"""The sharded topology's files (README "Sharded topology"): the shard and global rule files, and the
+Prometheus remote-write fragment each shard merges into its configuration: its external shard label
+and the allowlist of exactly the series the global tier reads."""
+from __future__ import annotations
+
+from ..builders.sharded import REMOTE_WRITE, ShardedRules
+from ..output import Artifact
+from .prometheus import render_rule_file
+from .yamltext import dump, header
+
+GLOBAL_WRITE_URL = "http://global-tsdb.example:8428/api/v1/write"  # placeholder: the global store's write endpoint
+
+
+def allowlist_regex(forwarded: tuple[str, ...]) -> str:
+    """One anchored RE2 alternation of the forwarded names (a __name__ regex read by a global rule is
+    kept as its own group)."""
+    return "|".join(n if all(ch.isalnum() or ch in "_:" for ch in n) else f"(?:{n})" for n in forwarded)
+
+
+def write_relabel_configs(sharded: ShardedRules) -> list[dict]:
+    return [{"source_labels": ["__name__"], "regex": allowlist_regex(sharded.forwarded), "action": "keep"}]
+
+
+def remote_write_fragment(sharded: ShardedRules) -> Artifact:
+    doc = {
+        "global": {"external_labels": {sharded.shard_label: "shard-0"}},
+        "remote_write": [{"url": GLOBAL_WRITE_URL, "write_relabel_configs": write_relabel_configs(sharded)}],
+        "alerting": {"alert_relabel_configs": [{"action": "labeldrop", "regex": sharded.shard_label}]},
+    }
+    lines = ["Prometheus configuration fragment for every shard: merge it into each shard's prometheus.yml.",
+             f"external_labels.{sharded.shard_label}: a value of its own per shard (shard-0, shard-1 ...); every partial record",
+             "keeps it and the global rules aggregate it away. remote_write.url: your global store (Thanos Receive,",
+             "Mimir, VictoriaMetrics cluster vminsert); the keep-regex forwards exactly the series the global rules",
+             f"in alerts/sharded/global/ read ({len(sharded.forwarded)} names). The write_relabel_configs list is also a",
+             "vmagent -remoteWrite.urlRelabelConfig file. alerting.alert_relabel_configs: the shard's alerts leave without",
+             f"the {sharded.shard_label} label, so a node moved to another shard keeps its alerts' identity (README \"Alert identity\")."]
+    return Artifact(REMOTE_WRITE, header(lines) + dump(doc))
+
+
+def sharded_artifacts(sharded: ShardedRules) -> list[Artifact]:
+    return ([Artifact(f.path, render_rule_file(f)) for f in sharded.shard_files + sharded.global_files]
+            + [remote_write_fragment(sharded)])

@@ -1,0 +1,231 @@
+"""Where each rule can run when the fleet is sharded by node: its tier, read from its syntax tree and
+the tiers of what it reads (README "Sharded topology").
+
+- `local`: every series it writes keeps the partition key (the host label, or the scrape target's
+  `instance`): per GPU, per node. A shard that scrapes a node holds everything such a rule needs about
+  it, so the rule is correct on any shard.
+- `partial`: a decomposable aggregate over the partition key (sum, count, min, max, group; avg as sum
+  and count) of local input. Each shard computes it over its own nodes; the global tier combines the
+  shards' parts (sums and counts summed, min/max re-minned/maxed).
+- `global`: needs the whole fleet or a whole job at once (quantiles, medians, MAD, stddev, topk, shares,
+  job spans, joins across nodes), or reads the value of a partial or global result: everything
+  downstream of one.
+
+One exception keeps the model limits on the shards: a partial aggregate whose value is discarded
+(`count(...) * 0 + 87`, a constant per model) is read for its label set only. Each shard holds the
+group of every node it scrapes, so a per-GPU rule joining it finds its GPU's group on its own shard:
+the result is local (it says so in its reason).
+
+The classification walks the tree bottom up; `why` names the node that decided the tier. Rules that
+read ALERTS take the highest tier of the alerts their selectors can select (a fixed point over the set).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import promql_parser as pp
+
+from . import label_flow, promql_print
+from .promql_tree import Expr, as_tree, selector_from
+from .rule_graph import ALERT_SERIES
+
+LOCAL, PARTIAL, GLOBAL = "local", "partial", "global"
+TIERS = (LOCAL, PARTIAL, GLOBAL)
+_RANK = {t: i for i, t in enumerate(TIERS)}
+DECOMPOSABLE = ("sum", "count", "min", "max", "group", "avg")
+# How the global tier combines the shards' parts of each decomposable aggregate (avg: sum / count).
+COMBINE = {"sum": "sum", "count": "sum", "min": "min", "max": "max", "group": "group"}
+DEFAULT_SHARD_LABEL = "shard"
+MAX_SHOWN = 120  # characters of a sub-expression quoted in a reason
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A tier and why: the sub-expression that decided it (printed, shortened) and a sentence."""
+    tier: str
+    why: str = ""
+    node: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.tier}: {self.why}" + (f" [{self.node}]" if self.node else "")
+
+
+def partition_labels(settings) -> tuple[str, ...]:
+    """The labels that name a shard's unit of data: the node (host label and its exporter spellings)
+    and the scrape target (`instance`): hashmod sharding splits targets, one dcgm-exporter per node."""
+    return tuple(dict.fromkeys((settings.host_label, *settings.host_sources, "instance")))
+
+
+def _shown(e: Expr) -> str:
+    try:
+        text = promql_print.to_text(e)
+    except TypeError:  # pragma: no cover - every node type prints
+        text = type(e).__name__
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 3] + "..."
+
+
+def _max(*tiers: Tier) -> Tier:
+    best = tiers[0]
+    for t in tiers[1:]:
+        if _RANK[t.tier] > _RANK[best.tier]:
+            best = t
+    return best
+
+
+def _is_zero(e: Expr) -> bool:
+    from .promql_tree import number
+    return number(e) == 0
+
+
+class Classifier:
+    """Tiers of a rule set (objects with expr, record | alert, labels), in evaluation order."""
+
+    def __init__(self, rules: Sequence, partition: Sequence[str]):
+        self.rules = tuple(rules)
+        self.partition = frozenset(partition)
+        self.labels = label_flow.record_labels([(r.record, r.expr) for r in self.rules if r.record])
+        self.writers: dict[str, list[int]] = {}
+        for i, r in enumerate(self.rules):
+            if r.record:
+                self.writers.setdefault(r.record, []).append(i)
+        self.tiers: list[Tier] = [Tier(LOCAL, "not yet classified")] * len(self.rules)
+        self.decomposition: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+        for _ in range(len(self.rules) + 2):  # monotone: each pass can only raise tiers
+            before = list(self.tiers)
+            for i, r in enumerate(self.rules):
+                self.tiers[i] = self._rule(i, r)
+            if before == self.tiers:
+                break
+
+    # -- records and ALERTS -------------------------------------------------------------------------
+
+    def record_tier(self, name: str) -> Tier | None:
+        idx = self.writers.get(name)
+        if not idx:
+            return None
+        return _max(*(self.tiers[i] for i in idx))
+
+    def alert_tier(self, vs) -> Tier:
+        s = selector_from(vs)
+        found = Tier(LOCAL, "reads ALERTS of local alerts only", _shown(vs))
+        for i, r in enumerate(self.rules):
+            if r.alert and s.may_select({**dict(r.labels), "alertname": r.alert}):
+                t = self.tiers[i]
+                if _RANK[t.tier] > _RANK[found.tier]:
+                    found = Tier(GLOBAL, f"reads ALERTS of {r.alert}, a {t.tier} alert", _shown(vs))
+        return found
+
+    # -- the walk -------------------------------------------------------------------------------------
+
+    def _rule(self, i: int, rule) -> Tier:
+        t = self.walk(as_tree(rule.expr))
+        if t.tier == LOCAL and not t.why:
+            return Tier(LOCAL, "every aggregation and match keeps the partition key")
+        return t
+
+    def keeps_partition(self, e: Expr) -> bool:
+        carried = label_flow.output_labels(e, self.labels)
+        return carried.open or bool(carried.known & self.partition)
+
+    def groups_by_partition(self, e) -> bool:
+        """Whether an aggregation's groups split along the partition key (its grouping, not its output: topk
+        by (cluster) keeps every label of the series it picks, yet picks among all nodes)."""
+        if e.modifier is None:
+            return False
+        if e.modifier.type == pp.AggModifierType.By:
+            return bool(frozenset(e.modifier.labels) & self.partition)
+        inner = label_flow.output_labels(e.expr, self.labels).minus(e.modifier.labels)
+        return inner.open and not self.partition <= frozenset(e.modifier.labels) or bool(inner.known & self.partition)
+
+    def walk(self, e: Expr) -> Tier:
+        if isinstance(e, pp.VectorSelector):
+            return self.selector(e)
+        if isinstance(e, pp.MatrixSelector):
+            return self.selector(e.vector_selector)
+        if isinstance(e, (pp.NumberLiteral, pp.StringLiteral)):
+            return Tier(LOCAL)
+        if isinstance(e, (pp.ParenExpr, pp.UnaryExpr)):
+            return self.walk(e.expr)
+        if isinstance(e, pp.SubqueryExpr):
+            return self.over_value(self.walk(e.expr), e, "a subquery over it")
+        if isinstance(e, pp.Call):
+            inner = [self.walk(a) for a in e.args]
+            return self.over_value(_max(Tier(LOCAL), *inner), e, f"{e.func.name}() of it")
+        if isinstance(e, pp.AggregateExpr):
+            return self.aggregate(e)
+        if isinstance(e, pp.BinaryExpr):
+            return self.binary(e)
+        return Tier(GLOBAL, f"unknown node {type(e).__name__}", _shown(e))  # pragma: no cover
+
+    def selector(self, vs) -> Tier:
+        name = vs.name
+        if name in ALERT_SERIES:
+            return self.alert_tier(vs)
+        found = self.record_tier(name) if name else None
+        if found is None:
+            return Tier(LOCAL, "")  # an input series: each shard holds its own targets' series whole
+        if found.tier == LOCAL:
+            return Tier(LOCAL, found.why if "set-only" in found.why else "", found.node)
+        return Tier(found.tier, f"reads {name}, a {found.tier} record", _shown(vs))
+
+    @staticmethod
+    def over_value(inner: Tier, e: Expr, what: str) -> Tier:
+        """Any operation on a partial value other than combining it makes it global."""
+        if inner.tier == PARTIAL:
+            return Tier(GLOBAL, f"{what}: needs the combined value of a partial aggregate ({inner.why})", _shown(e))
+        return inner
+
+    def aggregate(self, e) -> Tier:
+        op = str(e.op)
+        inner = self.walk(e.expr)
+        if e.param is not None:
+            inner = _max(inner, self.walk(e.param))
+        if inner.tier != LOCAL:
+            return self.over_value(inner, e, f"{op} over it")
+        if self.groups_by_partition(e):
+            return inner
+        kind = "by" if e.modifier is not None and e.modifier.type == pp.AggModifierType.By else "without"
+        labels = ", ".join(e.modifier.labels) if e.modifier is not None else ""
+        grouping = f"{op} {kind} ({labels})" if e.modifier is not None else f"{op}()"
+        if op in DECOMPOSABLE:
+            how = "sum and count summed" if op == "avg" else f"parts combined with {COMBINE[op]}"
+            return Tier(PARTIAL, f"{grouping} aggregates the partition key away, decomposably ({how})", _shown(e))
+        return Tier(GLOBAL, f"{grouping} aggregates the partition key away and is not decomposable "
+                            f"(needs every series of the group at once)", _shown(e))
+
+    def binary(self, e) -> Tier:
+        op = str(e.op)
+        lhs, rhs = self.walk(e.lhs), self.walk(e.rhs)
+        # A partial aggregate multiplied by 0: only its label set is read (the model limits' `count * 0 + c`)
+        if op == "*" and _is_zero(e.rhs) and lhs.tier == PARTIAL:
+            return Tier(LOCAL, f"set-only: the value of a partial aggregate is discarded (* 0); each shard holds the "
+                               f"groups of the nodes it scrapes ({lhs.node})", _shown(e))
+        if label_flow.is_scalar(e.lhs) or label_flow.is_scalar(e.rhs):
+            vec = rhs if label_flow.is_scalar(e.lhs) else lhs
+            return self.over_value(vec, e, f"`{op}` with a number")
+        both = _max(lhs, rhs)
+        if both.tier != LOCAL:
+            return self.over_value(both, e, f"`{op}` on it")
+        # both local: a match that ignores the partition key pairs series of different nodes
+        m = e.modifier
+        if m is not None and m.matching is not None and m.matching.type == pp.LabelModifierType.Include:
+            on = frozenset(m.matching.labels)
+            if not on & self.partition:
+                for side in ((e.rhs,) if m.card == pp.VectorMatchCardinality.ManyToOne else
+                             (e.lhs,) if m.card == pp.VectorMatchCardinality.OneToMany else (e.lhs, e.rhs)):
+                    if self.keeps_partition(side):
+                        return Tier(GLOBAL, f"`{op} on ({', '.join(m.matching.labels)})` joins series of different "
+                                            f"nodes (the matched side keeps the partition key, the match ignores it)",
+                                    _shown(e))
+        return both
+
+    def tier_of(self, name: str) -> Tier | None:
+        for i, r in enumerate(self.rules):
+            if (r.record or r.alert) == name:
+                return self.tiers[i]
+        return None
+
+
+def classify(rules: Sequence, settings) -> Classifier:
+    return Classifier(rules, partition_labels(settings))

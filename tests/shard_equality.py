@@ -1,0 +1,293 @@
+"""Two shards and a global tier against one server, on promtool (real binaries, no server needed).
+
+A scenario's series are split by scrape target across two shards (hashmod sharding over targets: a
+dcgm-exporter target is one node, so this splits by node; the training jobs' own targets are split the
+same way). Each shard replays its half through the shard rule files (`promtool test rules --debug`
+dumps every sample the rules wrote; the values at the first step come from a failing listing at 0s).
+What a shard's remote write would carry to the global store is then rebuilt: the series the allowlist
+keeps (its raw inputs as the scenario writes them, its records and ALERTS as the rules wrote them, with
+the staleness marker Prometheus writes when a rule's series ends), each with the shard's external label.
+The global tier replays both shards' forwarded series through the global files; one server replays
+every series through the single-topology files. The alerts (name and labels, the shard label ignored,
+pending and firing) must be the same at every evaluation step: the shards' own alerts plus the global
+tier's, against the one server's.
+
+The interface is explicit (`Topology`: rule files per tier, the allowlist regex, the shard label), so the
+harness judges any split of a rule set, not only rulesgen's own.
+"""
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+from dataclasses import dataclass, field
+from math import gcd
+from pathlib import Path
+
+import yaml
+
+from rulesgen.builders.rules import RULE_FILES
+from rulesgen.promql import label_set
+from rulesgen.scenarios import STALE, Scenario, expand
+from rulesgen.tools import find_tool
+
+HOST_LABELS = ("Hostname", "hostname")
+_GOT = re.compile(r"^\s*got:\s*(.*)$")
+_GOT_SAMPLE = re.compile(r'(\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})\s+(\S+?)(?:,\s|$)')
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What a sharded deployment loads: the rule files of one server (the reference), of every shard and
+    of the global evaluator, each in evaluation order (promtool evaluates their groups in that order at
+    every step); the regex (on __name__) of the series the shards forward; the external label each
+    shard adds."""
+    single: tuple[Path, ...]
+    shard: tuple[Path, ...]
+    global_: tuple[Path, ...]
+    allowlist: str
+    shard_label: str = "shard"
+
+
+def _in_order(folder: Path, skip: tuple[str, ...] = ()) -> tuple[Path, ...]:
+    """A folder's rule files in rulesgen's evaluation order (recording first, fleet last: the order of
+    its promtool tests' group_eval_order)."""
+    kinds = [kind for kind, _ in RULE_FILES]
+    files = [p for p in folder.glob("*.yaml") if p.stem not in skip]
+    return tuple(sorted(files, key=lambda p: (kinds.index(p.stem) if p.stem in kinds else len(kinds), p.name)))
+
+
+def rendered_topology(root: Path) -> Topology:
+    """rulesgen's own: alerts/prometheus (less the dashboard-only aggregates) for one server,
+    alerts/sharded/{shard,global} and the keep-regex of alerts/sharded/remote-write.yaml."""
+    rw = yaml.safe_load((root / "alerts" / "sharded" / "remote-write.yaml").read_text())
+    relabel = rw["remote_write"][0]["write_relabel_configs"][0]
+    label = next(iter(rw["global"]["external_labels"]))
+    return Topology(
+        single=_in_order(root / "alerts" / "prometheus", skip=("aggregates",)),
+        shard=_in_order(root / "alerts" / "sharded" / "shard"),
+        global_=_in_order(root / "alerts" / "sharded" / "global"),
+        allowlist=relabel["regex"], shard_label=label)
+
+
+def single_topology(root: Path) -> Topology:
+    """The harness checked against itself: the single files on every tier, forwarding nothing (each shard
+    then alerts on its own nodes only, the global tier on nothing): equal exactly when no rule needs
+    another node's series. Used to show the comparison can fail."""
+    single = rendered_topology(root).single
+    return Topology(single=single, shard=single, global_=(), allowlist="rulesgen_nothing_forwarded")
+
+
+# --- series -------------------------------------------------------------------------------------------
+
+def parse_series(text: str) -> tuple[str, dict[str, str]]:
+    name, _, rest = text.partition("{")
+    return name.strip(), (label_set("{" + rest) if rest else {})
+
+
+def series_text(name: str, labels: dict[str, str]) -> str:
+    body = ", ".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+    return f"{name}{{{body}}}"
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def target(labels: dict[str, str]) -> str:
+    return labels.get("instance") or next((labels[h] for h in HOST_LABELS if h in labels), "")
+
+
+def split(scenario: Scenario, shards: int = 2) -> list[list[tuple[str, str]]]:
+    """The scenario's series by scrape target, the targets dealt round-robin in name order: the node
+    exporters (targets whose series name a host) first, then the other targets (training jobs'), so
+    that nodes alternate across shards whatever else is scraped."""
+    by_target: dict[str, list[tuple[str, str]]] = {}
+    nodes: set[str] = set()
+    for s, values in scenario.series:
+        _, labels = parse_series(s)
+        t = target(labels)
+        by_target.setdefault(t, []).append((s, values))
+        if any(h in labels for h in HOST_LABELS) or labels.get("job", "").endswith("dcgm-exporter"):
+            nodes.add(t)
+    order = sorted(t for t in by_target if t in nodes) + sorted(t for t in by_target if t not in nodes)
+    out: list[list[tuple[str, str]]] = [[] for _ in range(shards)]
+    for i, t in enumerate(order):
+        out[i % shards] += by_target[t]
+    return out
+
+
+def is_multi_node(scenario: Scenario) -> bool:
+    hosts = set()
+    for s, _ in scenario.series:
+        _, labels = parse_series(s)
+        hosts.update(labels[h] for h in HOST_LABELS if h in labels)
+    return len(hosts) >= 2
+
+
+# --- promtool -----------------------------------------------------------------------------------------
+
+def _groups(files) -> list[str]:
+    return [g["name"] for f in files for g in (yaml.safe_load(Path(f).read_text()) or {}).get("groups", [])]
+
+
+@dataclass
+class Run:
+    """Every sample the rules (and inputs) hold after a replay: {(name, labels)}: {t_seconds: value}."""
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], dict[int, float]] = field(default_factory=dict)
+
+    def add(self, labels: dict[str, str], t: int, value: float) -> None:
+        name = labels.pop("__name__", "")
+        self.samples.setdefault((name, tuple(sorted(labels.items()))), {})[t] = value
+
+
+AT = "rulesgen_at"
+
+
+def replay(files, series: list[tuple[str, str]], interval: int, evaluation_interval: int, duration: int,
+           listed: str, workdir: Path, name: str) -> Run:
+    """promtool over `series` (promtool notation at `interval`) and `files`, every group in file order;
+    returns the samples of the names matching `listed` at every evaluation time. One listing per
+    evaluation time, expecting nothing: promtool prints what it got, values in full precision, the time
+    in a label. A rule's series that ended has its staleness marker, so a listing shows exactly what the
+    rules wrote at that time."""
+    times = range(0, duration + 1, evaluation_interval)
+    doc = {
+        "rule_files": [str(Path(f).resolve()) for f in files],
+        "evaluation_interval": f"{evaluation_interval}s",
+        "group_eval_order": _groups(files),
+        "tests": [{
+            "name": name, "interval": f"{interval}s",
+            "input_series": [{"series": s, "values": v} for s, v in series] or [{"series": "rulesgen_empty", "values": "0"}],
+            "promql_expr_test": [
+                {"expr": f'label_replace({{__name__=~"{listed}"}}, "{AT}", "{t}", "", "")', "eval_time": f"{t}s",
+                 "exp_samples": []} for t in times],
+        }],
+    }
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 30))
+    proc = subprocess.run([find_tool("promtool"), "test", "rules", str(path)], cwd=workdir,
+                          capture_output=True, text=True, timeout=3600, env={"GOGC": "400", "PATH": "/usr/bin:/bin"})
+    out = proc.stdout + proc.stderr
+    if (proc.returncode != 0 and "FAILED" not in out) or re.search(r"^\s*(expr: .*)?err(or)?:", out, re.M):
+        raise RuntimeError(f"promtool could not replay {name}:\n{out[-3000:]}")
+    run = Run()
+    for line in out.splitlines():
+        got = _GOT.match(line)
+        if got:
+            for text, value in _GOT_SAMPLE.findall(got.group(1) + ", "):
+                labels = label_set(text)
+                run.add(labels, int(labels.pop(AT)), float(value))
+    return run
+
+
+# --- what a shard forwards ----------------------------------------------------------------------------
+
+def _fmt(v) -> str:
+    if v is None:
+        return "_"
+    if v is STALE:
+        return "stale"
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Inf" if v > 0 else "-Inf"
+    return repr(float(v))
+
+
+def forwarded(run: Run, inputs: list[tuple[str, str]], topology: Topology, shard: str, scenario: Scenario,
+              step: int) -> list[tuple[str, str]]:
+    """The series a shard's remote write carries (allowlist), with its external label, in promtool notation
+    at `step`: raw inputs as written (their own staleness markers), rule outputs as written at each
+    evaluation, a staleness marker at the first evaluation a rule's series is gone."""
+    keep = re.compile(topology.allowlist)
+    slots = scenario.duration // step + 1
+    out = []
+    for s, values in inputs:
+        name, labels = parse_series(s)
+        if not keep.fullmatch(name):
+            continue
+        grid: list = [None] * slots
+        for i, v in enumerate(expand(values)):
+            t = i * scenario.interval
+            if t % step == 0 and t // step < slots:
+                grid[t // step] = v
+        out.append((series_text(name, {**labels, topology.shard_label: shard}), " ".join(map(_fmt, grid))))
+    raw = {parse_series(s)[0] for s, _ in inputs}
+    ev = scenario.evaluation_interval
+    for (name, labels), points in sorted(run.samples.items()):
+        if not keep.fullmatch(name) or name in raw:
+            continue
+        grid = [None] * slots
+        for t in range(0, scenario.duration + 1, ev):
+            if t in points:
+                grid[t // step] = points[t]
+            elif t - ev in points:
+                grid[t // step] = STALE
+        out.append((series_text(name, {**dict(labels), topology.shard_label: shard}), " ".join(map(_fmt, grid))))
+    return out
+
+
+# --- the comparison -----------------------------------------------------------------------------------
+
+def alerts(run: Run, ignore: str, own_only: bool = False) -> dict[int, set[tuple[tuple[str, str], ...]]]:
+    """Alert label sets (alertname, alertstate and the rest, `ignore` dropped) at each evaluation time.
+    own_only: only the ALERTS this tier wrote (not those it received, which carry `ignore`)."""
+    out: dict[int, set] = {}
+    for (name, labels), points in run.samples.items():
+        if name != "ALERTS" or (own_only and ignore in dict(labels)):
+            continue
+        key = tuple((k, v) for k, v in labels if k != ignore)
+        for t in points:
+            out.setdefault(t, set()).add(key)
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    scenario: str
+    steps: int
+    extra: tuple[tuple[int, tuple], ...]  # (time, alert) the sharded topology has and one server has not
+    missing: tuple[tuple[int, tuple], ...]
+    forwarded_series: int
+    reference_alerts: int
+
+    @property
+    def equal(self) -> bool:
+        return not self.extra and not self.missing
+
+    def describe(self, limit: int = 8) -> str:
+        def fmt(items):
+            return "; ".join(f"{t}s {dict(a).get('alertname')}{{{', '.join(f'{k}={v}' for k, v in a if k != 'alertname')}}}"
+                             for t, a in items[:limit])
+        return (f"{self.scenario}: {len(self.extra)} extra, {len(self.missing)} missing over {self.steps} steps"
+                + (f"\n  extra: {fmt(self.extra)}" if self.extra else "")
+                + (f"\n  missing: {fmt(self.missing)}" if self.missing else ""))
+
+
+def compare(scenario: Scenario, topology: Topology, workdir: Path) -> Verdict:
+    step = gcd(scenario.interval, scenario.evaluation_interval)
+    listed = f"ALERTS|{topology.allowlist}"
+    reference = replay(topology.single, list(scenario.series), scenario.interval, scenario.evaluation_interval,
+                       scenario.duration, "ALERTS", workdir, "single")
+    halves = split(scenario)
+    shard_runs, sent = [], []
+    for i, half in enumerate(halves):
+        run = replay(topology.shard, half, scenario.interval, scenario.evaluation_interval, scenario.duration,
+                     listed, workdir, f"shard-{i}")
+        shard_runs.append(run)
+        sent += forwarded(run, half, topology, f"shard-{i}", scenario, step)
+    sharded: dict[int, set] = {}
+    for run in shard_runs:
+        for t, a in alerts(run, topology.shard_label).items():
+            sharded.setdefault(t, set()).update(a)
+    if topology.global_:
+        top = replay(topology.global_, sent, step, scenario.evaluation_interval, scenario.duration, "ALERTS",
+                     workdir, "global")
+        for t, a in alerts(top, topology.shard_label, own_only=True).items():
+            sharded.setdefault(t, set()).update(a)
+    ref = alerts(reference, topology.shard_label)
+    times = range(0, scenario.duration + 1, scenario.evaluation_interval)
+    extra = tuple((t, a) for t in times for a in sorted(sharded.get(t, set()) - ref.get(t, set())))
+    missing = tuple((t, a) for t in times for a in sorted(ref.get(t, set()) - sharded.get(t, set())))
+    return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()))
