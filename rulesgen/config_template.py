@@ -71,6 +71,10 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     prose("Longest scrape interval of the dcgm-exporter job (`rulesgen lint`: raw windows >= 4x this).")
     conf(f"scrape_interval: {format_duration(s.scrape_interval)}")
     gap()
+    prose("How long a hardware alert (health, baselines, fleet) keeps firing after its condition stops holding:",
+          "a gap of a few scrapes neither resolves it nor pages twice (README \"Alert identity\").")
+    conf(f"keep_firing_for: {format_duration(s.keep_firing_for)}")
+    gap()
     conf("urls:")
     conf(f"  runbook_base: {_scalar(s.runbook_base_url)}")
     conf(f"  grafana_base: {_scalar(s.grafana_base_url)}")

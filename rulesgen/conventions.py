@@ -26,10 +26,11 @@ def alert_name(failure_mode_id: str, severity: str, severities_in_mode: int) -> 
     return name + severity.capitalize() if severities_in_mode > 1 else name
 
 
-# keep_firing_for of the identity alerts (model.IDENTITY_GROUPS): a fault's alert outlives a gap in its
-# series this short (an exporter restarting, a scrape or two failing: Prometheus marks the series stale at
-# once) without a RESOLVED and a second page. 5m is Prometheus' lookback delta, and exporter_down's `for`:
-# a gap longer than that is exporter_down's to report (and Alertmanager inhibits the node's other alerts).
+# Default keep_firing_for of the identity alerts (model.IDENTITY_GROUPS; rulesgen.yaml keep_firing_for): a
+# fault's alert outlives a gap in its series this short (a scrape or two failing, a driver label renamed:
+# Prometheus marks the series stale at once) without a RESOLVED and a second page. 5m is Prometheus'
+# lookback delta. A longer darkness is held by what explains it: while the GPU's gpu_lost or the node's
+# exporter_down is pending or firing, the alert holds (builders/rules.py _held_while_silenced).
 IDENTITY_HOLD_SECONDS = 300
 # Template variable an identity alert's summary and description name the job with ($job.namespace,
 # $job.pod): the labels of the workload series on the GPU, queried when the annotation is expanded.

@@ -5,9 +5,10 @@ A raw series passed through unaggregated can carry any label its exporter or the
 an aggregation `by (...)` keeps those labels only; a one-to-one match `on (...)` keeps the matching
 labels (Prometheus' resultMetric), `ignoring (...)` drops them; `group_left (...)`/`group_right (...)`
 keep the many side's labels and copy the listed ones; `and`/`unless` keep the left side's, `or` either
-side's; label_replace/label_join add their target label. A recording rule's labels are those of the
-expressions that write it (`records`); a name written by no rule it was given (another file, or an
-input series such as `up`) is read as a raw series.
+side's; label_replace/label_join add their target label. One alert's own ALERTS series (an exact
+`alertname` matcher: an alert held while it is silenced reads itself back) carry only that alert's
+labels. A recording rule's labels are those of the expressions that write it (`records`); a name
+written by no rule it was given (another file, or an input series such as `up`) is read as a raw series.
 """
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ class LabelSet:
 
 
 EMPTY = LabelSet()
+# ALERTS{alertname="X"}: the labels X carries anyway, plus the engines' own (vmalert adds alertgroup).
+ALERT_STATE = LabelSet(frozenset({"alertname", "alertstate", "alertgroup"}))
 
 
 def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | Mapping[str, LabelSet]) -> LabelSet:
@@ -57,6 +60,8 @@ def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | 
         found = lookup(s.name) if s.name else None
         if found is not None:
             return found
+        if s.name == "ALERTS" and any(label == "alertname" and op == "=" for label, op, _ in s.matchers):
+            return ALERT_STATE  # one named alert's own series: reading it back adds no label the alert lacks
         return LabelSet(frozenset(label for label, op, value in s.matchers if op == "=" and value and label != "__name__"),
                         open=True)
 

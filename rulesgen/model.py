@@ -250,6 +250,9 @@ class Silence:
     scope: str
     source: str
     where: Where = field(compare=False, default=Where("<builtin>"))
+    # threshold of the failure mode (seconds) its subject may be dark before its alert is pending: the
+    # silenced alerts' keep_firing_for must outlast it (settings.check_against_catalog)
+    detected_within: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import promql_tree
+from . import conventions, promql_tree
+from .durations import format_duration
 from .errors import Collector, Where
 from .fields import Fields
 from .jobmetrics import JobMetricsSettings, parse_settings as _job_metrics_settings
@@ -81,6 +82,7 @@ SEASONALITY = ("none", "weekly")
 # single: one server evaluates every rule (alerts/prometheus/); sharded: also the tiered files for shards
 # split by node and a global evaluator (alerts/sharded/, README "Sharded topology").
 TOPOLOGIES = ("single", "sharded")
+MAX_KEEP_FIRING_FOR = 3600
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class Settings:
     disabled_groups: tuple[str, ...] = ()
     failure_modes: tuple[tuple[str, FailureModeSettings], ...] = ()
     scrape_interval: int = 60  # the longest supported (Prometheus' default): windows >= 4x it work at 15-60 s
+    keep_firing_for: int = conventions.IDENTITY_HOLD_SECONDS  # of the identity alerts (health, baselines, fleet)
     outputs: Outputs = Outputs()
     alertmanager: AlertmanagerSettings = AlertmanagerSettings()
     dashboards: DashboardSettings = DashboardSettings()
@@ -262,6 +265,14 @@ def load_settings(path: Path | None) -> Settings:
             errors.add(top.at("scrape_interval"), "out-of-range", "scrape_interval must be above 0s")
         else:
             kwargs["scrape_interval"] = scrape
+    hold = top.duration("keep_firing_for")
+    if hold is not None:
+        if not 0 < hold <= MAX_KEEP_FIRING_FOR:
+            errors.add(top.at("keep_firing_for"), "out-of-range",
+                       f"keep_firing_for {format_duration(hold)} is outside (0s, {format_duration(MAX_KEEP_FIRING_FOR)}]: "
+                       "the hardware alerts must outlive a gap of a few scrapes, and resolve within the hour once repaired")
+        else:
+            kwargs["keep_firing_for"] = hold
     kwargs["outputs"] = _outputs(top.mapping("outputs"), errors)
     am = Fields(top.mapping("alertmanager"), errors, "alertmanager")
     kwargs["alertmanager"] = AlertmanagerSettings(**{
@@ -313,7 +324,8 @@ def load_settings(path: Path | None) -> Settings:
         mf.done()
     kwargs["failure_modes"] = tuple(mode_settings)
     kwargs["where_of_mode"] = tuple(wheres)
-    kwargs["where_of_key"] = (("scrape_interval", top.at("scrape_interval")), ("urls", top.at("urls")),
+    kwargs["where_of_key"] = (("scrape_interval", top.at("scrape_interval")), ("keep_firing_for", top.at("keep_firing_for")),
+                              ("urls", top.at("urls")),
                               *((f"failure_modes.{m}.for", w) for m, w in wheres_for))
     kwargs["given_urls"] = tuple(sorted(str(k) for k in urls.node))
     kwargs["dashboards"] = _dashboard_settings(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
@@ -403,7 +415,6 @@ def _baseline_settings(fields: Fields, errors: Collector) -> BaselineSettings:
 
 def check_against_catalog(settings: Settings, catalog) -> None:
     """Config names failure modes and thresholds: they must exist in the catalog."""
-    from .durations import format_duration
     from .fields import did_you_mean
 
     errors = Collector()
@@ -431,4 +442,24 @@ def check_against_catalog(settings: Settings, catalog) -> None:
                        f"failure_modes.{fm_id}.for: 0s is out of range (0s, inf): {fm_id} needs a hold "
                        f"(catalog: {', '.join(sorted({format_duration(a.for_seconds) for a in fm.alerts}))}), "
                        "or one bad sample pages someone")
+    _check_hold_outlasts_detection(settings, catalog, errors)
     errors.raise_if_any()
+
+
+def _check_hold_outlasts_detection(settings: Settings, catalog, errors: Collector) -> None:
+    """A GPU dark for less than gpu_lost's stale_seconds is not gpu_lost yet: its other alerts must hold
+    over that time (keep_firing_for), or they resolve before gpu_lost holds them (catalog/alertmanager.yaml
+    silences, detected_within), and page again when it comes back."""
+    for silence in catalog.routing.silences:
+        if not silence.detected_within or settings.for_mode(silence.failure_mode).enabled is False:
+            continue
+        name = silence.detected_within
+        dark = dict(settings.for_mode(silence.failure_mode).thresholds).get(
+            name, catalog.failure_mode(silence.failure_mode).threshold(name).value)
+        needed = int(dark) + 2 * settings.evaluation_interval
+        if settings.keep_firing_for < needed:
+            errors.add(settings.where("keep_firing_for"), "out-of-range",
+                       f"keep_firing_for {format_duration(settings.keep_firing_for)} is shorter than "
+                       f"{silence.failure_mode}'s {name} ({format_duration(int(dark))}) plus two evaluation intervals "
+                       f"({format_duration(needed)}): a lost GPU's other alerts would resolve before {silence.failure_mode} "
+                       "holds them, then page again")

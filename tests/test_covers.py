@@ -29,7 +29,7 @@ def test_covered_alerts_are_silenced_in_the_rules():
     straggler = rules["GPUStraggler"].expr
     assert 'unless on (cluster, Hostname, gpu, UUID) ALERTS{alertstate=~"pending|firing", ' \
            'failure_mode=~"power_anomaly|thermal_throttling"}' in straggler
-    assert "ALERTS" not in rules["GPUMemoryOverheat"].expr
+    assert "unless" not in rules["GPUMemoryOverheat"].expr  # nothing covers it (it is only held: test_identity)
 
 
 def test_covered_alerts_are_inhibited_in_alertmanager():

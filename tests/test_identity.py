@@ -46,6 +46,45 @@ def test_hardware_alerts_carry_their_subject_only(rendered):
             assert {"namespace", "pod"} <= carried.known, r["alert"]
 
 
+def test_hardware_alerts_hold_while_what_silences_them_fires(rendered):
+    """A firing hardware alert stays firing while its GPU's gpu_lost or its node's exporter_down (which
+    Alertmanager lets silence it) is pending or firing, reading its own ALERTS series back: resolving
+    muted, its RESOLVED would never be sent. Efficiency and job alerts are not held; a silencer is not
+    held by itself. (fixtures/scenarios/ecc-uncorrectable-node-dark.yaml proves it on the engines.)"""
+    rules, _ = _records(rendered)
+    alerts = {r["alert"]: r for r in rules if "alert" in r}
+
+    def held_by(name):
+        expr = alerts[name]["expr"]
+        own = f'(ALERTS{{alertname="{name}", alertstate="firing"}})'
+        return {mode for mode in ("gpu_lost", "exporter_down")
+                if f'{own}\n    and on (cluster, Hostname{", gpu, UUID" if mode == "gpu_lost" else ""}) '
+                   f'ALERTS{{alertstate=~"pending|firing", failure_mode="{mode}"}}' in expr}
+
+    assert held_by("GPUECCUncorrectable") == {"gpu_lost", "exporter_down"}
+    assert held_by("GPUBaselineDeviation") == {"gpu_lost", "exporter_down"}
+    assert held_by("GPULost") == {"exporter_down"}
+    assert held_by("GPUExporterDown") == set()
+    assert "ALERTS" not in alerts["GPUDataloaderStarvation"]["expr"]
+    assert all(alerts[n].get("keep_firing_for") == "5m" for n in ("GPUECCUncorrectable", "GPULost", "GPUExporterDown"))
+
+
+def test_keep_firing_for_is_a_setting_with_a_range(tmp_path):
+    (tmp_path / "ok.yaml").write_text("keep_firing_for: 4m30s\n")
+    out = tmp_path / "out"
+    assert run_cli("render", "--config", str(tmp_path / "ok.yaml"), "--out", str(out)).returncode == 0
+    health = yaml.safe_load((out / "alerts" / "prometheus" / "health.yaml").read_text())
+    assert {r.get("keep_firing_for") for g in health["groups"] for r in g["rules"] if "alert" in r} == {"4m30s"}
+    (tmp_path / "bad.yaml").write_text("keep_firing_for: 2h\n")
+    result = run_cli("render", "--config", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "out2"))
+    assert result.returncode == 1 and "bad.yaml:1:" in result.stderr and "error[out-of-range]" in result.stderr, result.stderr
+    assert not (tmp_path / "out2").exists()
+    # shorter than gpu_lost's stale_seconds (2m) + two evaluations: a lost GPU's alerts would resolve first
+    (tmp_path / "short.yaml").write_text("keep_firing_for: 2m\n")
+    result = run_cli("render", "--config", str(tmp_path / "short.yaml"), "--out", str(tmp_path / "out3"))
+    assert result.returncode == 1 and "short.yaml:1:" in result.stderr and "stale_seconds" in result.stderr, result.stderr
+
+
 def test_label_flow_follows_matching_and_aggregation():
     records = {"gpu:x:info": label_flow.LabelSet(frozenset({"gpu", "pod"}))}
     carried = lambda e: sorted(label_flow.output_labels(e, records).known)  # noqa: E731

@@ -69,8 +69,13 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             what = f"failure mode {fm.id} ({spec.severity})"
             reported = len(errors.items)
             expr = templates.render(spec.expr, context, spec.where, errors, what)
-            expr = _unless_covered(expr, fm, dict(settings.for_mode(fm.id).severity).get(spec.severity, spec.severity),
-                                   catalog, settings)
+            severity = dict(settings.for_mode(fm.id).severity).get(spec.severity, spec.severity)
+            covering = _cover_conditions(fm, severity, catalog, settings)
+            expr = _unless_covered(expr, covering)
+            if fm.group in IDENTITY_GROUPS:
+                expr = _held_while_silenced(expr, conventions.alert_name(fm.id, spec.severity, len(fm.alerts)),
+                                            _silence_conditions(fm, catalog, settings) + covering,
+                                            ("severity", "failure_mode", "action", *dict(settings.extra_labels)))
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported)
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
             description = templates.render(spec.description, context, spec.where, errors, what + " description")
@@ -204,20 +209,17 @@ def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str
     return Rule(
         alert=conventions.alert_name(fm.id, spec.severity, len(fm.alerts)), expr=expr,
         for_seconds=mode.for_seconds if mode.for_seconds is not None else spec.for_seconds,
-        keep_firing_for_seconds=conventions.IDENTITY_HOLD_SECONDS if identity else 0,
+        keep_firing_for_seconds=settings.keep_firing_for if identity else 0,
         labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())), failure_mode=fm.id,
         source=spec.where)
 
 
-def _unless_covered(expr: str, fm: FailureMode, severity: str, catalog: Catalog, settings: Settings) -> str:
-    """One alert per fault: quiet while a failure mode that `covers` this one (catalog) is pending
-    or firing on the same GPU, e.g. the HBM-temperature baseline while memory_overheat holds. Covers of
-    some of fm's alerts match on fm.cover_label (baseline_deviation: signal; dcgm_health: the DCGM code).
-    A covering mode that also alerts less severely counts only with its alerts at least as severe as this
-    one (rulesgen/covers.py)."""
+def _cover_conditions(fm: FailureMode, severity: str, catalog: Catalog, settings: Settings) -> list[tuple[str, str]]:
+    """(on-labels, ALERTS condition) pairs, one per way a failure mode that `covers` fm (catalog) can be
+    pending or firing on the same GPU. Covers of some of fm's alerts match on fm.cover_label
+    (baseline_deviation: signal; dcgm_health: the DCGM code). A covering mode that also alerts less
+    severely counts only with its alerts at least as severe as this one (rulesgen/covers.py)."""
     groups = covers.covering(fm, catalog)
-    if not expr or not groups:
-        return expr
     on = promql.by(settings.gpu_identity)
     modes = {m.id: m for m in catalog.failure_modes}
 
@@ -234,19 +236,52 @@ def _unless_covered(expr: str, fm: FailureMode, severity: str, catalog: Catalog,
                   for sev, ms in sorted(filtered.items())]
         return " or ".join(parts)
 
-    out = f"(\n{_indent(expr.strip(), 2)}\n)"
+    out = []
     per_value = [(g, alerts(g.sources)) for g in sorted(groups, key=lambda g: g.value) if g.value]
     per_value = [(g, a) for g, a in per_value if a]
     if per_value:
         label = per_value[0][0].label
-        out += f"\nunless on ({on}, {label}) (\n  " + "\n  or ".join(
-            f'label_replace({a}, "{label}", "{g.value}", "", "")' for g, a in per_value) + "\n)"
+        out.append((f"{on}, {label}", "(\n  " + "\n  or ".join(
+            f'label_replace({a}, "{label}", "{g.value}", "", "")' for g, a in per_value) + "\n)"))
     whole = next((g for g in groups if not g.value), None)
     if whole is not None:
         a = alerts(whole.sources)
         if a:
-            out += f"\nunless on ({on}) " + (a if " or " not in a else f"({a})")
+            out.append((on, a if " or " not in a else f"({a})"))
     return out
+
+
+def _unless_covered(expr: str, conditions: list[tuple[str, str]]) -> str:
+    """One alert per fault: quiet while a failure mode that covers this one is pending or firing on the
+    same GPU, e.g. the HBM-temperature baseline while memory_overheat holds."""
+    if not expr or not conditions:
+        return expr
+    return f"(\n{_indent(expr.strip(), 2)}\n)" + "".join(f"\nunless on ({on}) {cond}" for on, cond in conditions)
+
+
+def _held_while_silenced(expr: str, alertname: str, conditions: list[tuple[str, str]], rule_labels) -> str:
+    """A firing identity alert stays firing while an alert that inhibits it in Alertmanager (conditions:
+    its subject's gpu_lost or exporter_down, a covering failure mode) is pending or firing. Its inputs
+    vanish or it is `unless`-ed then, and an alert that resolves while inhibited never gets its RESOLVED
+    sent (Alertmanager drops a muted notification; prometheus/alertmanager#2754): the page would stay
+    open. Held, it resolves only after what silenced it, its RESOLVED unmuted. It reads its own ALERTS
+    series, so it never starts this way; without the labels the rule sets (and vmalert's alertgroup), whose
+    copies would make a second series of the same alert beside the expression's own."""
+    if not expr or not conditions:
+        return expr
+    dropped = promql.by(("alertname", "alertstate", "alertgroup", *rule_labels))
+    own = f'max without ({dropped}) (ALERTS{{alertname="{alertname}", alertstate="firing"}})'
+    held = "\nor ".join(f"{own}\n  and on ({on}) {_indent(cond, 2).strip()}" for on, cond in conditions)
+    return f"(\n{_indent(expr.strip(), 2)}\n)\nor (\n{_indent(held, 2)}\n)"
+
+
+def _silence_conditions(fm: FailureMode, catalog: Catalog, settings: Settings) -> list[tuple[str, str]]:
+    """(on-labels, ALERTS condition) of the failure modes whose alert silences fm's subject in Alertmanager
+    (catalog/alertmanager.yaml silences: gpu_lost a GPU, exporter_down a node)."""
+    scopes = {"gpu": settings.gpu_identity, "node": settings.node_labels}
+    applies = {"gpu": ("gpu", "node"), "node": ("node",)}.get(fm.scope, ())
+    return [(promql.by(scopes[s.scope]), f'ALERTS{{alertstate=~"pending|firing", failure_mode="{s.failure_mode}"}}')
+            for s in catalog.routing.silences if s.scope in applies and s.failure_mode != fm.id]
 
 
 def _with_workload(expr: str, workload_from: str, settings: Settings) -> str:

@@ -56,7 +56,7 @@ def load_catalog(directory: Path) -> Catalog:
         modes = with_health_covers(modes, health, errors)
     check_covers(modes, baselines, health, errors)
     check_baseline_mode(docs["failure_modes.yaml"], modes, baselines, errors)
-    routing = read_routing(docs["alertmanager.yaml"], errors, [m.id for m in modes]) if "alertmanager.yaml" in docs else Routing()
+    routing = read_routing(docs["alertmanager.yaml"], errors, modes) if "alertmanager.yaml" in docs else Routing()
     panels = read_dashboards(docs["dashboards.yaml"], errors, modes) if "dashboards.yaml" in docs else []
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),

@@ -5,8 +5,10 @@ from ..fields import Fields, did_you_mean
 from ..model import RECEIVERS, SEVERITIES, SILENCE_SCOPES, Routing, SeverityRoute, Silence
 
 
-def read_routing(doc, errors, mode_ids: list[str]) -> Routing:
+def read_routing(doc, errors, modes) -> Routing:
     """catalog/alertmanager.yaml: route timings, a receiver per severity, and the silencing failure modes."""
+    mode_ids = [m.id for m in modes]
+    thresholds = {m.id: [t.name for t in m.thresholds] for m in modes}
     top = Fields(doc, errors, "alertmanager.yaml")
     route = Fields(top.mapping("route", required=True), errors, "alertmanager.yaml route", fallback=top.at("route"))
     timings = {}
@@ -36,8 +38,14 @@ def read_routing(doc, errors, mode_ids: list[str]) -> Routing:
         if mode != "?" and mode not in mode_ids:
             errors.add(f.at("failure_mode"), "unknown-failure-mode",
                        f"alertmanager.yaml: silence names failure mode {mode!r}: not in failure_modes.yaml{did_you_mean(mode, mode_ids)}")
+        detected = f.str("detected_within") or ""
+        if detected and mode in thresholds and detected not in thresholds[mode]:
+            errors.add(f.at("detected_within"), "unknown-threshold",
+                       f"alertmanager.yaml: silence {mode} detected_within names {detected!r}, not a threshold of {mode}"
+                       f"{did_you_mean(detected, thresholds[mode])} (known: {', '.join(thresholds[mode]) or 'none'})")
         silences.append(Silence(failure_mode=mode, scope=f.str("scope", required=True, choices=SILENCE_SCOPES) or "gpu",
-                                source=f.str("source", required=True) or "", where=f.at("failure_mode")))
+                                source=f.str("source", required=True) or "", where=f.at("failure_mode"),
+                                detected_within=detected))
         f.done()
     top.done()
     return Routing(severities=tuple(severities), silences=tuple(silences), **timings)
