@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import promql_parser as pp
 
 from . import label_flow, promql_print
-from .promql_tree import Expr, as_tree, selector_from
+from .promql_tree import Expr, as_tree, selector_from, unwrap
 from .rule_graph import ALERT_SERIES
 
 LOCAL, PARTIAL, GLOBAL = "local", "partial", "global"
@@ -84,12 +84,17 @@ class Classifier:
     def __init__(self, rules: Sequence, partition: Sequence[str]):
         self.rules = tuple(rules)
         self.partition = frozenset(partition)
-        self.labels = label_flow.record_labels([(r.record, r.expr) for r in self.rules if r.record])
+        records = label_flow.record_labels([(r.record, r.expr) for r in self.rules if r.record])
+        # ALERTS carry the labels of the alerts they select (label_flow reads an alert's own ALERTS as adding
+        # nothing to it; here what counts is that they carry its subject, e.g. the host)
+        self.labels = lambda name: label_flow.LabelSet(open=True) if name in ALERT_SERIES else records(name)
         self.writers: dict[str, list[int]] = {}
         for i, r in enumerate(self.rules):
             if r.record:
                 self.writers.setdefault(r.record, []).append(i)
         self.tiers: list[Tier] = [Tier(LOCAL, "not yet classified")] * len(self.rules)
+        # alerts whose top-level `or` branches are of both tiers: (local branches, the others)
+        self.halves: dict[int, tuple[tuple[Expr, ...], tuple[Expr, ...]]] = {}
         self.decomposition: dict[int, tuple[str, str, tuple[str, ...]]] = {}
         for _ in range(len(self.rules) + 2):  # monotone: each pass can only raise tiers
             before = list(self.tiers)
@@ -106,20 +111,43 @@ class Classifier:
             return None
         return _max(*(self.tiers[i] for i in idx))
 
-    def alert_tier(self, vs) -> Tier:
+    def alert_tier(self, vs, required: frozenset = frozenset()) -> Tier:
+        """The tier of an ALERTS read: the highest of the alerts it can select. `required`: partition labels the
+        read is matched on (`and on (cluster, Hostname) ALERTS{...}`): an alert (or the global half of a split
+        one) whose series cannot carry them cannot match, so it does not count."""
         s = selector_from(vs)
         found = Tier(LOCAL, "reads ALERTS of local alerts only", _shown(vs))
         for i, r in enumerate(self.rules):
-            if r.alert and s.may_select({**dict(r.labels), "alertname": r.alert}):
-                t = self.tiers[i]
-                if _RANK[t.tier] > _RANK[found.tier]:
-                    found = Tier(GLOBAL, f"reads ALERTS of {r.alert}, a {t.tier} alert", _shown(vs))
+            if not (r.alert and s.may_select({**dict(r.labels), "alertname": r.alert})):
+                continue
+            t = self.tiers[i]
+            exprs = self.halves[i][1] if i in self.halves else (as_tree(r.expr),)
+            if required and not any(self._can_carry(e, required) for e in exprs):
+                continue
+            if _RANK[t.tier] > _RANK[found.tier]:
+                found = Tier(GLOBAL, f"reads ALERTS of {r.alert}, a {t.tier} alert", _shown(vs))
         return found
+
+    def _can_carry(self, e: Expr, labels: frozenset) -> bool:
+        carried = label_flow.output_labels(e, self.labels)
+        return carried.open or bool(carried.known & labels)
 
     # -- the walk -------------------------------------------------------------------------------------
 
     def _rule(self, i: int, rule) -> Tier:
-        t = self.walk(as_tree(rule.expr))
+        tree = as_tree(rule.expr)
+        branches = or_branches(tree) if rule.alert else [tree]
+        if len(branches) > 1:
+            tiers = [self.walk(b) for b in branches]
+            local = tuple(b for b, t in zip(branches, tiers) if t.tier == LOCAL)
+            rest = tuple(b for b, t in zip(branches, tiers) if t.tier != LOCAL)
+            if local and rest:
+                self.halves[i] = (local, rest)
+                worst = _max(*tiers)
+                return Tier(GLOBAL, f"split: {len(local)} of its {len(branches)} `or` branches are local and run on "
+                                    f"the shards, the others on the global tier ({worst.why})", worst.node)
+            self.halves.pop(i, None)
+        t = self.walk(tree)
         if t.tier == LOCAL and not t.why:
             return Tier(LOCAL, "every aggregation and match keeps the partition key")
         return t
@@ -197,6 +225,12 @@ class Classifier:
     def binary(self, e) -> Tier:
         op = str(e.op)
         lhs, rhs = self.walk(e.lhs), self.walk(e.rhs)
+        m = e.modifier
+        if m is not None and m.matching is not None and m.matching.type == pp.LabelModifierType.Include:
+            required = frozenset(m.matching.labels) & self.partition
+            side = unwrap(e.rhs)
+            if required and isinstance(side, pp.VectorSelector) and side.name in ALERT_SERIES:
+                rhs = self.alert_tier(side, required)
         # A partial aggregate multiplied by 0: only its label set is read (the model limits' `count * 0 + c`)
         if op == "*" and _is_zero(e.rhs) and lhs.tier == PARTIAL:
             return Tier(LOCAL, f"set-only: the value of a partial aggregate is discarded (* 0); each shard holds the "
@@ -208,7 +242,6 @@ class Classifier:
         if both.tier != LOCAL:
             return self.over_value(both, e, f"`{op}` on it")
         # both local: a match that ignores the partition key pairs series of different nodes
-        m = e.modifier
         if m is not None and m.matching is not None and m.matching.type == pp.LabelModifierType.Include:
             on = frozenset(m.matching.labels)
             if not on & self.partition:
@@ -225,6 +258,14 @@ class Classifier:
             if (r.record or r.alert) == name:
                 return self.tiers[i]
         return None
+
+
+def or_branches(e: Expr) -> list[Expr]:
+    """The operands of a top-level `or` chain (`a or b or c`, parentheses around it allowed), else [e]."""
+    e = unwrap(e)
+    if isinstance(e, pp.BinaryExpr) and str(e.op) == "or" and (e.modifier is None or e.modifier.matching is None):
+        return or_branches(e.lhs) + or_branches(e.rhs)
+    return [e]
 
 
 def classify(rules: Sequence, settings) -> Classifier:

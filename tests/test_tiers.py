@@ -71,6 +71,20 @@ def test_downstream_of_global_is_global_and_says_which_record():
     assert t["AfterSlow"].tier == GLOBAL and "ALERTS of Slow" in t["AfterSlow"].why
 
 
+def test_an_alert_with_branches_of_both_tiers_is_split_and_joins_on_the_host_see_its_local_half():
+    t = tiers_of(("gpu:e:max", "max by (cluster, Hostname, gpu) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)"),
+                 ("fleet:n:count", "count by (cluster) (up)"),
+                 alerts=[("Down", "max by (cluster, Hostname) (up == 0) or (max_over_time(fleet:n:count[1h]) "
+                                  "unless count by (cluster) (up))", {"failure_mode": "down"}),
+                         ("Ecc", 'gpu:e:max > 0 or (max without (alertname) (ALERTS{alertname="Ecc"}) '
+                                 'and on (cluster, Hostname) ALERTS{failure_mode="down"})', {"failure_mode": "ecc"}),
+                         ("EccAnyDown", 'gpu:e:max > 0 and on (cluster) ALERTS{failure_mode="down"}',
+                          {"failure_mode": "ecc_any"})])
+    assert t["Down"].tier == GLOBAL and t["Down"].why.startswith("split: 1 of its 2")
+    assert t["Ecc"].tier == LOCAL  # the global half (per cluster) cannot match on Hostname
+    assert t["EccAnyDown"].tier == GLOBAL
+
+
 def test_alerts_reader_of_local_alerts_is_local():
     t = tiers_of(("gpu:e:max", "max by (cluster, Hostname, gpu) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)"),
                  alerts=[("Ecc", "gpu:e:max > 0", {"action": "drain"}),
@@ -139,9 +153,11 @@ def test_every_rule_lands_once_in_its_tier(model, sharded, rule_tiers):
     shard, glob = _names(sharded.shard_files), _names(sharded.global_files)
     for r in rules.rules:
         name = r.record or r.alert
-        t = rule_tiers[name].tier
-        assert (name in glob) == (t == GLOBAL or (t == PARTIAL and name in glob)), name
-        assert (name in shard) == (t != GLOBAL), name
+        t = rule_tiers[name]
+        split = t.why.startswith("split:")  # an alert whose `or` branches are of both tiers: a half in each
+        assert (name in glob) == (t.tier == GLOBAL or (t.tier == PARTIAL and name in glob)), name
+        assert (name in shard) == (t.tier != GLOBAL or split), name
+    assert [n for n, t in rule_tiers.items() if t.why.startswith("split:")] == ["GPUExporterDown"]
     assert {n for n in shard if n.startswith(SHARD_PREFIX)} <= set(sharded.forwarded)
 
 

@@ -17,7 +17,7 @@ inside a global rule). The global evaluator loads the global files: every global
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import promql_parser as pp
 
@@ -75,6 +75,7 @@ class _Builder:
         self.c: Classifier = classify(self.flat, settings)
         self.shard_label = shard_label
         self.tier = {id(r): self.c.tiers[i] for i, r in enumerate(self.flat)}
+        self.index = {id(r): i for i, r in enumerate(self.flat)}
         self.forwarded: dict[str, None] = {}
         self.extra: dict[tuple[str, str], list[Rule]] = {}  # (file, group) -> shard records appended to it
         self.combined: dict[str, list[Rule]] = {}  # partial record -> its global combination (replaces it)
@@ -232,11 +233,13 @@ class _Builder:
                 shard_rules, global_rules = [], []
                 for r in g.rules:
                     t = self.tier[id(r)].tier
-                    if t == GLOBAL:
-                        global_rules.append(Rule(expr=self.global_expr(r, where), record=r.record, alert=r.alert,
-                                                 for_seconds=r.for_seconds,
-                                                 keep_firing_for_seconds=r.keep_firing_for_seconds, labels=r.labels,
-                                                 annotations=r.annotations, failure_mode=r.failure_mode, source=r.source))
+                    halves = self.c.halves.get(self.index[id(r)])
+                    if halves is not None:  # an alert of both tiers: its local branches on the shards, the rest global
+                        local, rest = (" or ".join(f"({promql_print.to_text(b)})" for b in bs) for bs in halves)
+                        shard_rules.append(replace(r, expr=local))
+                        global_rules.append(replace(r, expr=self.global_expr(replace(r, expr=rest), where)))
+                    elif t == GLOBAL:
+                        global_rules.append(replace(r, expr=self.global_expr(r, where)))
                     else:
                         shard_rules.append(r)
                         if t == PARTIAL and r.record in partial_read_by_global:
