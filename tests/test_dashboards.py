@@ -366,14 +366,15 @@ def test_model_limit_lines_are_drawn_once_per_gpu(promtool, bundled, dashboards,
                          f'modelName="{model}"}}', "values": f"{value}x60"}
               for host, gpu, uuid, model in gpus for metric, value in (("DCGM_FI_DEV_GPU_TEMP", 60), ("DCGM_FI_DEV_FB_USED", 1000))]
     targets = [(f"{path} {where}", substitute(re.sub(r'=~"\$\{?\w+\}?"', '=~".*"', expr)))
-               for path, d in sorted(dashboards.items()) for where, expr in queries(d) if conventions.LIMIT_PREFIX in expr]
+               for path, d in sorted(dashboards.items()) for where, expr in queries(d)
+               if conventions.LIMIT_PREFIX in expr or conventions.GPU_LIMIT_PREFIX in expr]
     assert len(targets) >= 4, targets
     one_each = [{"labels": f'{{Hostname="{host}", UUID="{uuid}", cluster="c", gpu="{gpu}"}}', "value": 1}
                 for host, gpu, uuid, _ in gpus]
     cases = [{"expr": f"count by (cluster, Hostname, gpu, UUID) ({expr})", "eval_time": "10m", "exp_samples": one_each}
              for _, expr in targets]
-    # The thermal line's values are the models' limits in gpu_models.yaml.
-    limit = conventions.limit_record("gpu_max_operating_temp_c")
+    # The thermal line's values are the models' limits in gpu_models.yaml (the GPUs export no limit of their own).
+    limit = conventions.gpu_limit_record("gpu_max_operating_temp_c")
     thermal = next(expr for _, expr in targets if limit in expr and "pcie" not in expr)
     model_limit = {m.id: m.limit("gpu_max_operating_temp_c") for m in bundled.catalog.gpu_models}
     by_name = {h100: model_limit["h100_sxm"], a100: model_limit["a100_sxm4_80gb"]}

@@ -12,7 +12,8 @@ from rulesgen.scenarios import load_scenario
 
 GPU = ('job="dcgm-exporter", instance="10.0.0.1:9400", Hostname="node-1", gpu="0", UUID="GPU-0", '
        'modelName="NVIDIA H100 80GB HBM3", namespace="ml", pod="train-0"')
-# One H100 at 70 C for 20 minutes, then at 92 C (past its 87 C limit) for 40 minutes.
+# One H100 at 70 C for 20 minutes, then at 92 C (past its 87 C limit) for 40 minutes. Its power jitters
+# as a live GPU's does (constant power and temperature under load is frozen telemetry).
 SCENARIO = f"""\
 name: plot-thermal
 description: one H100 runs hot from 20 minutes on. Its temperature passes the model limit.
@@ -22,7 +23,7 @@ series:
   - series: 'DCGM_FI_DEV_GPU_TEMP{{{GPU}}}'
     values: '70x39 92x80'
   - series: 'DCGM_FI_DEV_POWER_USAGE{{{GPU}}}'
-    values: '650x120'
+    values: '{" ".join(str(650 + 3 * (i % 2)) for i in range(121))}'
   - series: 'DCGM_FI_DEV_SM_CLOCK{{{GPU}}}'
     values: '1980x120'
   - series: 'DCGM_FI_DEV_GPU_UTIL{{{GPU}}}'
