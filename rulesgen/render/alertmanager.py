@@ -42,7 +42,7 @@ def render_alertmanager(settings: Settings, routing: Routing, covers: list[Inhib
                        for r in routing.severities],
         }],
     }
-    scope = {"gpu": [cluster, host, "gpu", "UUID"], "node": [cluster, host]}
+    scope = {"gpu": list(settings.gpu_identity), "node": list(settings.node_labels)}
     inhibit = [{"source_matchers": [f'failure_mode="{s.failure_mode}"'],
                 "target_matchers": [f'failure_mode!="{s.failure_mode}"'], "equal": list(scope[s.scope])}
                for s in routing.silences]
