@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import promql_parser as pp
 
 from . import label_flow, promql_print
-from .promql_tree import Expr, as_tree, selector_from, unwrap
+from .promql_tree import Expr, as_tree, names_read, selector_from, unwrap
 from .rule_graph import ALERT_SERIES
 
 LOCAL, PARTIAL, GLOBAL = "local", "partial", "global"
@@ -92,6 +92,7 @@ class Classifier:
         for i, r in enumerate(self.rules):
             if r.record:
                 self.writers.setdefault(r.record, []).append(i)
+        self.own: str | None = None  # the record being classified
         self.tiers: list[Tier] = [Tier(LOCAL, "not yet classified")] * len(self.rules)
         # alerts whose top-level `or` branches are of both tiers: (local branches, the others)
         self.halves: dict[int, tuple[tuple[Expr, ...], tuple[Expr, ...]]] = {}
@@ -135,6 +136,7 @@ class Classifier:
     # -- the walk -------------------------------------------------------------------------------------
 
     def _rule(self, i: int, rule) -> Tier:
+        self.own = rule.record  # a record reading its own earlier value adds no input (sharded's end marker)
         tree = as_tree(rule.expr)
         branches = or_branches(tree) if rule.alert else [tree]
         if len(branches) > 1:
@@ -224,6 +226,8 @@ class Classifier:
 
     def binary(self, e) -> Tier:
         op = str(e.op)
+        if op == "or" and self.own and names_read(e.rhs) == (self.own,):
+            return self.walk(e.lhs)  # `x or <the record's own earlier value>`: no input beyond x
         lhs, rhs = self.walk(e.lhs), self.walk(e.rhs)
         m = e.modifier
         if m is not None and m.matching is not None and m.matching.type == pp.LabelModifierType.Include:

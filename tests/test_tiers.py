@@ -193,6 +193,29 @@ def test_local_parts_of_global_rules_run_on_the_shards(sharded):
     assert "gpu:dcgm_baseline:value_30m" in sharded.forwarded  # the fleet's peer median needs every GPU's value
 
 
+def test_slow_shard_records_mark_their_end_and_the_global_tier_drops_the_mark(sharded):
+    """A shard record written every 5m is read over two intervals, which would outlive a series that
+    ended (a local alert condition that cleared): the record writes -Inf once after a series ends and the
+    global tier reads it `> -Inf`, so it sees what the shard's newest evaluation has."""
+    intervals = {g.name: g.interval_seconds for f in sharded.shard_files for g in f.groups}
+    slow = {r.record: (g, r.expr) for f in sharded.shard_files for g in f.groups for r in g.rules
+            if r.record and r.record.startswith(SHARD_PREFIX) and intervals[g.name] >= 300}
+    assert "shard:GPUBaselineDeviation_1:local" in slow
+    global_text = "\n".join(r.expr for f in sharded.global_files for g in f.groups for r in g.rules)
+    for name, (group, expr) in slow.items():
+        last = f"last_over_time({name}[{2 * group.interval_seconds // 60}m])"
+        assert expr.endswith(f" or ({last} > -Inf) * 0 - Inf"), name
+        assert global_text.count(name) == global_text.count(f"({last} > -Inf)") > 0, name
+
+
+def test_a_records_read_of_its_own_past_value_keeps_its_tier():
+    own = "count by (cluster) (x) or (last_over_time(r[10m]) > -Inf) * 0 - Inf"
+    t = tiers_of(("r", own), ("q", "count by (cluster) (x)"),
+                 ("s", "count by (cluster) (y) or (last_over_time(q[10m]) > -Inf) * 0 - Inf"))
+    assert t["r"].tier == PARTIAL
+    assert t["s"].tier == GLOBAL  # another partial record's value is not its own
+
+
 @pytest.mark.parametrize("expr,named", [
     ("x", True), ("rate(x[5m])", False), ('label_replace(x, "a", "b", "", "")', True), ("x > 3", True),
     ("x > bool 3", False), ("x * 2", False), ("max by (a) (x)", False), ("topk(1, x)", True),

@@ -68,6 +68,22 @@ def _agg_text(op: str, modifier, body: str) -> str:
     return f"{op} {kind} ({', '.join(labels)}) ({body})"
 
 
+
+
+def _shard_record(name: str, expr: str, interval: int) -> tuple[str, str]:
+    """A shard record's expression and how the global tier reads it. Written every minute: read as is
+    (the staleness marker the shard writes when a series ends reaches the global store by remote write).
+    Written every 5m or less often: the global tier must read its last value over two intervals
+    (vmalert's 5m query step, lint's instant-slow-record), which would outlive a series that ended by
+    up to that window (a local alert condition that cleared, a model gone from a shard). So the record
+    writes -Inf once, at the first evaluation after a series ends, and the reader drops -Inf: the
+    global tier sees a series exactly as long as the shard's newest evaluation has it."""
+    if interval < SLOW_INTERVAL:
+        return expr, name
+    last = f"last_over_time({name}[{format_duration(2 * interval)}])"
+    return f"({expr}) or ({last} > -Inf) * 0 - Inf", f"({last} > -Inf)"
+
+
 class _Builder:
     def __init__(self, rules: RuleSet, settings, shard_label: str):
         self.files = rules.files
@@ -108,11 +124,10 @@ class _Builder:
         names = []
         for part_op, suffix in ops:
             name = shard_record_name(owner, suffix)
-            self._add_extra(where, Rule(expr=_agg_text(part_op, modifier, inner), record=name))
+            expr, read = _shard_record(name, _agg_text(part_op, modifier, inner), interval)
+            self._add_extra(where, Rule(expr=expr, record=name))
             self.forwarded[name] = None
-            # a part written every 5m or less often: read its last value (vmalert's 5m query step, lint's
-            # instant-slow-record), as the baseline group reads its own records
-            names.append(f"last_over_time({name}[{format_duration(2 * interval)}])" if interval >= SLOW_INTERVAL else name)
+            names.append(read)
         if op == "avg":
             return f"({_agg_text('sum', combine_mod, names[0])} / {_agg_text('sum', combine_mod, names[1])})"
         return _agg_text(COMBINE[op], combine_mod, names[0])
@@ -215,9 +230,9 @@ class _Builder:
         if key not in self.parts:
             self.numbers[owner] = self.numbers.get(owner, 0) + 1
             name = shard_record_name(f"{owner}_{self.numbers[owner]}", "local")
-            self._add_extra(where, Rule(expr=promql_print.to_text(e), record=name))
+            expr, read = _shard_record(name, promql_print.to_text(e), interval)
+            self._add_extra(where, Rule(expr=expr, record=name))
             self.forwarded[name] = None
-            read = f"last_over_time({name}[{format_duration(2 * interval)}])" if interval >= SLOW_INTERVAL else name
             self.parts[key] = self._wrap(read)
         return self.parts[key]
 
