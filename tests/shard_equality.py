@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from math import gcd
 from pathlib import Path
@@ -268,15 +269,16 @@ class Verdict:
 def compare(scenario: Scenario, topology: Topology, workdir: Path) -> Verdict:
     step = gcd(scenario.interval, scenario.evaluation_interval)
     listed = f"ALERTS|{topology.allowlist}"
-    reference = replay(topology.single, list(scenario.series), scenario.interval, scenario.evaluation_interval,
-                       scenario.duration, "ALERTS", workdir, "single")
     halves = split(scenario)
-    shard_runs, sent = [], []
-    for i, half in enumerate(halves):
-        run = replay(topology.shard, half, scenario.interval, scenario.evaluation_interval, scenario.duration,
-                     listed, workdir, f"shard-{i}")
-        shard_runs.append(run)
-        sent += forwarded(run, half, topology, f"shard-{i}", scenario, step)
+    # the one server and the shards are independent replays: run them at once (one promtool each)
+    with ThreadPoolExecutor(max_workers=1 + len(halves)) as pool:
+        single = pool.submit(replay, topology.single, list(scenario.series), scenario.interval,
+                             scenario.evaluation_interval, scenario.duration, "ALERTS", workdir, "single")
+        shards = [pool.submit(replay, topology.shard, half, scenario.interval, scenario.evaluation_interval,
+                              scenario.duration, listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
+        reference, shard_runs = single.result(), [f.result() for f in shards]
+    sent = [s for i, (run, half) in enumerate(zip(shard_runs, halves))
+            for s in forwarded(run, half, topology, f"shard-{i}", scenario, step)]
     sharded: dict[int, set] = {}
     for run in shard_runs:
         for t, a in alerts(run, topology.shard_label).items():
