@@ -5,6 +5,7 @@ Contract checks judge rulesgen's own files (its header, groups named rulesgen-*)
 file; the generic checks judge every file."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ..engine_fit import MIMIR_MAX_RULES_PER_GROUP
@@ -43,8 +44,7 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
         try:
             docs.append((path, load_file(path)))
         except RulesgenError as exc:
-            findings += [Diagnostic(d.path, d.line, d.col, d.code, d.message, check_of(d.code).severity)
-                         for d in exc.diagnostics]
+            findings += [replace(d, severity=check_of(d.code).severity) for d in exc.diagnostics]
     files = Files([(path, list((doc or {}).get("groups", []) if isinstance(doc, Node) else [])) for path, doc in docs],
                   options)
     judged = {str(path): contract if contract is not None else is_rulesgen_file(path, gs) for path, gs in files.per_file}
