@@ -14,10 +14,10 @@ from .builders.promtool_tests import scenario_test
 from .builders.rules import build_rules
 from .builders.sharded import ShardedRules, build_sharded
 from .catalog import load_catalog
+from .checks.rate_window import shortest_rate_window
 from .covers import inhibits
 from .durations import format_duration
 from .errors import Diagnostic, RulesgenError
-from .lint import shortest_rate_window
 from .model import Catalog
 from .output import Artifact, RuleFile, RuleSet
 from .render import kube

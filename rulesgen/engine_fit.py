@@ -42,6 +42,10 @@ ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
 MIMIR_MAX_RULES_PER_GROUP = 20
 MIMIR_MAX_GROUPS_PER_TENANT = 70
 READS_ALERTS_SUFFIX = "reads-alerts"
+# vmalert asks its datasource with step = -datasource.queryStep (5m by default), which is also the
+# lookback of an instant selector: a record written every 5 minutes or less often is missed by an
+# instant selector whenever its newest point is one interval old (always, for the hourly history).
+SLOW_INTERVAL = 300
 
 
 def _matches(op: str, value: str, name: str) -> bool:

@@ -1,4 +1,5 @@
-"""Diagnostics that carry file:line:col and a stable code (in the manner of cloudflare/pint)."""
+"""Diagnostics that carry file:line:col, a severity and a stable code (in the manner of cloudflare/pint):
+the one type of every rulesgen problem, from loading the catalog to `rulesgen lint` (rulesgen/checks/)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,9 +12,10 @@ class Diagnostic:
     col: int
     code: str
     message: str
+    severity: str = "error"  # error | warning (lint's checks declare theirs)
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: error[{self.code}]: {self.message}"
+        return f"{self.path}:{self.line}:{self.col}: {self.severity}[{self.code}]: {self.message}"
 
 
 class RulesgenError(Exception):

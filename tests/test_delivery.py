@@ -1,5 +1,5 @@
-"""Delivery into real stacks: Kubernetes resources, Alertmanager (real amtool), runbooks, init,
-lint and the dcgm-exporter counters."""
+"""Delivery into real stacks: Kubernetes resources, Alertmanager (real amtool), runbooks, init and
+the dcgm-exporter counters (lint: tests/test_checks.py)."""
 import subprocess
 from pathlib import Path
 
@@ -7,7 +7,6 @@ import pytest
 import yaml
 
 from conftest import run_cli, tool
-from rulesgen.lint import lint_files
 
 
 def load(path: Path):
@@ -126,71 +125,6 @@ def test_runbook_template_is_strict(tmp_path):
         runbooks._ENV.from_string("{{ fm.no_such_field }}").render(fm={})
     with pytest.raises(jinja2.exceptions.SecurityError):
         runbooks._ENV.from_string("{{ ''.__class__.__mro__ }}").render()
-
-
-def test_lint_passes_on_bundled_output(rendered):
-    assert lint_files(sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))) == []
-
-
-def test_lint_catches_planted_bad_rules(tmp_path):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("""\
-groups:
-- name: bad
-  rules:
-  - record: fleet:bad_util:avg
-    expr: avg by (cluster, pod) (DCGM_FI_DEV_GPU_UTIL)
-  - alert: BadAlert
-    expr: rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[30s]) > 0 and max_over_time(DCGM_FI_DEV_GPU_TEMP[2h]) > 80
-      or count_over_time(gpu:dcgm_xid:recent[1d]) > 5 or count_over_time(gpu:dcgm_xid:onset[1d]) > 5
-    labels:
-      severity: warning
-      value: "{{ $value }}"
-""")
-    assert [str(f) for f in lint_files([bad], contract=True)] == [
-        f"{bad}:5:5: warning[fleet-per-pod]: fleet:bad_util:avg: fleet aggregate keeps per-pod labels (by (cluster, pod))",
-        f"{bad}:6:5: warning[alert-for]: BadAlert: alert has no `for`: one bad sample pages someone",
-        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'dashboard_url'",
-        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'description'",
-        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'runbook_url'",
-        f"{bad}:6:5: warning[contract-annotation]: BadAlert: missing annotation 'summary'",
-        f"{bad}:6:5: warning[contract-label]: BadAlert: missing label 'action'",
-        f"{bad}:6:5: warning[contract-label]: BadAlert: missing label 'failure_mode'",
-        f"{bad}:7:5: warning[dense-long-window]: BadAlert: [1d] over recorded series gpu:dcgm_xid:recent, written at every evaluation: "
-        "count an event series (one sample per event, named ...:onset) or read daily sums",
-        f"{bad}:7:5: warning[rate-window]: BadAlert: rate() over [30s] is shorter than 4x the scrape interval (60s)",
-        f"{bad}:7:5: warning[raw-long-window]: BadAlert: [2h] over raw series DCGM_FI_DEV_GPU_TEMP: downsample with a recording rule first",
-        f"{bad}:11:7: warning[value-in-label]: BadAlert: label 'value' uses $value: every new value starts a new alert",
-    ]
-    result = run_cli("lint", str(bad))
-    assert result.returncode == 1 and "rate-window" in result.stdout
-
-
-def test_lint_catches_instant_reads_of_slow_records(tmp_path):
-    """A record written every 5 minutes or less often, read with an instant selector: vmalert's 5m
-    query step (and Prometheus' 5m lookback for the hourly history) miss it."""
-    rules = tmp_path / "slow.yaml"
-    rules.write_text("""\
-groups:
-- name: hourly
-  interval: 1h
-  rules:
-  - record: gpu:slow:mean
-    expr: avg_over_time(gpu:fast:value[1h])
-- name: fast
-  interval: 5m
-  rules:
-  - record: gpu:fast:value
-    expr: DCGM_FI_DEV_GPU_TEMP
-  - record: gpu:fast:delta
-    expr: gpu:fast:value - gpu:slow:mean
-  - record: gpu:fast:delta_ok
-    expr: last_over_time(gpu:fast:value[10m]) - last_over_time(gpu:slow:mean[2h])
-""")
-    assert [f.code + " " + f.message.split(" (")[0] for f in lint_files([rules])] == [
-        "instant-slow-record gpu:fast:delta: reads gpu:fast:value",
-        "instant-slow-record gpu:fast:delta: reads gpu:slow:mean",
-    ]
 
 
 def test_counters_enable_what_the_rules_read(rendered, tmp_path):

@@ -12,7 +12,7 @@ from conftest import ROOT, errors_of
 from rulesgen import engine_fit
 from rulesgen.builders import rules as rule_builder
 from rulesgen.catalog import load_catalog
-from rulesgen.lint import CHECKS, lint_files
+from rulesgen.checks import CHECKS, lint_files
 from rulesgen.output import Rule, RuleFile, RuleGroup
 from rulesgen.render import kube
 from rulesgen.render.prometheus import render_rule_file

@@ -10,7 +10,8 @@ import yaml
 from conftest import errors_of, run_cli, tool
 from rulesgen import label_flow
 from rulesgen.builders.promtool_tests import continuous_expr
-from rulesgen.lint import NOT_IDENTITY, lint_files
+from rulesgen.checks import lint_files
+from rulesgen.checks.alert_identity import NOT_IDENTITY
 from rulesgen.model import IDENTITY_GROUPS
 from rulesgen.replay import Fired, judge
 from rulesgen.scenarios import Expectation, load_scenario

@@ -11,7 +11,7 @@ from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders.rules import build_rules
 from rulesgen.builders.sharded import REMOTE_WRITE, SHARD_PREFIX, build_sharded
 from rulesgen.catalog import bundled_catalog_dir
-from rulesgen.lint import lint_files
+from rulesgen.checks import lint_files
 from rulesgen.output import Rule
 from rulesgen.promql_tree import names_read
 from rulesgen.render.sharded import allowlist_regex

@@ -23,7 +23,7 @@ import promql_parser as pp
 
 from .. import label_flow, promql_print
 from ..durations import format_duration
-from ..lint import SLOW_INTERVAL
+from ..engine_fit import SLOW_INTERVAL
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..promql_tree import Expr, as_tree, names_read, selector_from, unwrap
 from ..rule_graph import ALERT_SERIES

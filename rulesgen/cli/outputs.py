@@ -161,7 +161,7 @@ def lint(files, config, contract, fmt):
 
     Rate windows, `for`, long raw windows and instant reads of slow records apply to every file; the
     rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract."""
-    from ..lint import lint_files
+    from ..checks import lint_files
     try:
         from ..settings import load_settings
         settings = load_settings(config_path(config))

@@ -1,0 +1,29 @@
+"""Every check, in the order `rulesgen lint`'s docs list them: each module of this package declares
+CHECK (or CHECKS, for a family sharing all its code); MODULES is the one list to extend."""
+from __future__ import annotations
+
+from . import (alert_for, alert_identity, alerts_reader_mixed, contract_annotation, contract_label,
+               dense_long_window, engine_field, fleet_per_pod, group_count, group_size, instant_slow_record,
+               promql_syntax, rate_window, raw_long_window, tier_local, value_in_label, yaml_load)
+from .base import Check
+
+MODULES = (yaml_load, promql_syntax, rate_window, raw_long_window, dense_long_window, instant_slow_record, alert_for,
+           value_in_label, contract_label, contract_annotation, fleet_per_pod, alert_identity, group_size, group_count,
+           alerts_reader_mixed, engine_field, tier_local)
+
+
+def _declared(module) -> tuple[Check, ...]:
+    return tuple(getattr(module, "CHECKS", None) or (module.CHECK,))
+
+
+CHECKS: dict[str, Check] = {c.code: c for m in MODULES for c in _declared(m)}
+# A diagnostic of the loader that no check declares (an unreadable file): reported as a warning.
+UNLISTED = Check("?", "warning", False, "")
+
+
+def check_of(code: str) -> Check:
+    return CHECKS.get(code, UNLISTED)
+
+
+def of_scope(scope: str) -> list[Check]:
+    return [c for c in CHECKS.values() if c.scope == scope]

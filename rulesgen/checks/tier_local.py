@@ -1,0 +1,75 @@
+"""tier-local: every rule of a file declared for the shards (`# Tier shard (` in its header) must be
+local or partial, as its tree and the rules it reads say (tiers.Classifier). Rules of files declared
+global are not the shards' to read: a shard rule that reads a name only they write is global too."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import promql_tree
+from ..tiers import GLOBAL, Classifier
+from ..yamlsource import Node, where_of
+from .base import FILES, Check, Files, Hit, parses
+
+_TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)
+
+
+def declared_tier(path: Path) -> str | None:
+    """The tier a rule file's header declares (`# Tier shard (` / `# Tier global (`), else None."""
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:600]
+    except OSError:
+        return None
+    m = _TIER_DECLARATION.search(head)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class _YamlRule:
+    """A YAML rule as the Classifier reads a rule (expr, record or alert, labels)."""
+    expr: str
+    record: str | None
+    alert: str | None
+    labels: tuple[tuple[str, str], ...]
+    node: Node
+
+
+def run(files: Files):
+    declared = {str(path): declared_tier(path) for path, _ in files.per_file}
+    if "shard" not in declared.values():
+        return
+    rules, where, global_only = [], [], set()
+    for path, groups in files.per_file:
+        for g in groups:
+            for r in g.get("rules", []) or []:
+                if not (isinstance(r, Node) and parses(r)):
+                    continue
+                if declared[str(path)] == "global":
+                    global_only.add(str(r.get("record") or "ALERTS"))
+                    continue
+                labels = r.get("labels") or {}
+                rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
+                                       str(r["alert"]) if "alert" in r else None,
+                                       tuple((str(k), str(v)) for k, v in labels.items()), r))
+                where.append(str(path))
+    global_only -= {r.record for r in rules if r.record} | {"ALERTS"}
+    c = Classifier(rules, files.options.partition)
+    for rule, path, t in zip(rules, where, c.tiers):
+        if declared[path] != "shard":
+            continue
+        unseen = [n for n in promql_tree.names_read(rule.expr) if n in global_only]
+        if t.tier == GLOBAL:
+            why = f"{t.why}" + (f" [{t.node}]" if t.node else "")
+        elif unseen:
+            why = f"reads {', '.join(unseen)}, written by the global tier only"
+        else:
+            continue
+        at = where_of(rule.node, "expr")
+        yield Hit(path, at.line, at.col, f"{rule.alert or rule.record}: declared for the shards but global: {why}; "
+                  "move it to the global tier")
+
+
+CHECK = Check("tier-local", "error", False, "a rule declared for the shards (a `# Tier shard` file) needs the whole "
+              "fleet: it aggregates the partition key away non-decomposably or reads a global result (README "
+              "\"Sharded topology\")", FILES, run)
