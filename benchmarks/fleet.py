@@ -24,6 +24,11 @@ Method (what the numbers mean):
 
 Run: .venv/bin/python benchmarks/fleet.py [--gpus 800] [--days 14]   (see --help; writes
 benchmarks/results/fleet-<N>.md)
+
+Modules, one per job: fleet_plan (rule files, inputs snapshot, history windows, versions), fleet_data
+(synthetic fleet, exposition, live exporter), fleet_prom (promtool blocks, Prometheus, its readings),
+fleet_vm (victoria-metrics import, vmalert, its readings), fleet_measure (readings both share),
+fleet_report (series counts, the report), fleet_servers (processes); this file runs them in order.
 """
 from __future__ import annotations
 

@@ -295,11 +295,11 @@ def main(argv=None) -> None:
         for s in [ref, *proms, glob] + ([vmalert_shard] if vmalert_shard else []):
             s.wait_ready()
         live_since = time.monotonic()
-        check_split(proms, exporter.addresses, split)
         wait_iterations(ref, list(rules["single"].intervals), 3, prom_iterations, timeout=1800)
         for p in proms:
             wait_iterations(p, list(rules["shard"].intervals), 3, prom_iterations, timeout=1800)
         wait_iterations(glob, list(rules["global"].intervals), 3, vmalert_iterations, timeout=1800)
+        check_split(proms, exporter.addresses, split)  # targets are discovered by now
         time.sleep(max(0.0, args.warm_minutes * 60 - (time.monotonic() - live_since)))
         m.phases["live before the measurement"] = time.monotonic() - live_since
         t = time.monotonic()
