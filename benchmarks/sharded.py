@@ -211,6 +211,15 @@ def check_split(proms: list[Server], addresses: list[str], split: list[list[int]
                                                     for i, s in enumerate(split)))
 
 
+def by_name(alerts: list[dict]) -> dict[str, int]:
+    """Firing alerts per alert name."""
+    out: dict[str, int] = {}
+    for a in alerts:
+        if a.get("state") == "firing":
+            out[a["labels"]["alertname"]] = out.get(a["labels"]["alertname"], 0) + 1
+    return out
+
+
 def alerts_of(server: Server) -> list[dict]:
     return requests.get(server.url + "/api/v1/alerts", timeout=60).json()["data"]["alerts"]
 
@@ -320,9 +329,15 @@ def main(argv=None) -> None:
         m.memory = {s.name: memory(s) for s in [ref, *proms]}
         received = vm.query('count by (__name__) ({shard=~".+"})')
         m.received_by_name = {r["metric"].get("__name__", "?"): float(r["value"][1]) for r in received}
+        for p in [ref, *proms]:
+            m.scrapes[p.name] = (p.scalar("sum(count_over_time(up[1h])) - sum(sum_over_time(up[1h]))"),
+                                 p.scalar("max(max_over_time(scrape_duration_seconds[1h]))"))
         for attempt in range(1, 4):
-            extra, missing = compare_alerts(alerts_of(ref), [alerts_of(p) for p in proms] + [alerts_of(glob)])
-            m.alerts = (len(firing(alerts_of(ref))), extra, missing, attempt)
+            tiers = [alerts_of(ref)] + [alerts_of(p) for p in proms] + [alerts_of(glob)]
+            extra, missing = compare_alerts(tiers[0], tiers[1:])
+            m.alerts = (len(firing(tiers[0])), extra, missing, attempt)
+            m.alerts_by_name = {name: by_name(a) for name, a in zip(
+                ["reference", *[p.name for p in proms], glob.name], tiers)}
             if not extra and not missing:
                 break
             time.sleep(args.step)

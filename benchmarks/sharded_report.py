@@ -41,6 +41,8 @@ class Measured:
     memory: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # RSS, peak RSS, head series
     alerts: tuple[int, set, set, int] = (0, set(), set(), 0)  # reference firing, extra, missing, attempt
     failures: dict[str, dict[str, float]] = field(default_factory=dict)
+    alerts_by_name: dict[str, dict[str, int]] = field(default_factory=dict)  # server -> alertname -> firing
+    scrapes: dict[str, tuple[float, float]] = field(default_factory=dict)  # failed scrapes, longest scrape (s)
     phases: dict[str, float] = field(default_factory=dict)
 
 
@@ -138,6 +140,16 @@ def report(m: Measured) -> str:
     for title, keys in (("Extra (shards + global only)", extra), ("Missing (reference only)", missing)):
         if keys:
             lines += [f"{title}: " + "; ".join(sorted(_key(k) for k in keys)[:10]), ""]
+    if m.alerts_by_name:
+        servers = list(m.alerts_by_name)
+        names = sorted({n for d in m.alerts_by_name.values() for n in d})
+        lines += ["Firing alerts by name at the last comparison:", "", "| alert | " + " | ".join(servers) + " |",
+                  "|---|" + "---|" * len(servers)]
+        lines += [f"| {n} | " + " | ".join(str(m.alerts_by_name[s].get(n, 0)) for s in servers) + " |" for n in names]
+        lines.append("")
+    if m.scrapes:
+        lines += ["Scrapes in the last hour (live part): " + "; ".join(
+            f"{k}: {failed:.0f} failed, longest {longest:.2f} s" for k, (failed, longest) in m.scrapes.items()), ""]
     lines += ["## Rule groups (mean wall time per evaluation, ms (n))", "",
               "| group | interval | reference | " + " | ".join(f"shard-{i}" for i in range(len(m.shards)))
               + " | global (vmalert) |" + (" shard-0 on vmalert |" if m.vm_shard else ""),
