@@ -40,6 +40,17 @@ def shard_scrape_job(job: dict, shard: int, shards: int) -> dict:
     return out
 
 
+def only_targets(job: dict, addresses: set[str]) -> dict:
+    """The scrape job with only the static targets at `addresses`: a shard's targets for a scraper whose
+    own `hashmod` would deal them differently (VictoriaMetrics 1.145 keeps other targets than Prometheus
+    for the same relabelling)."""
+    out = copy.deepcopy(job)
+    out["static_configs"] = [dict(sc, targets=[t for t in sc["targets"] if t in addresses])
+                             for sc in job["static_configs"]]
+    out["static_configs"] = [sc for sc in out["static_configs"] if sc["targets"]]
+    return out
+
+
 def shard_config(fragment: dict, shard: int, remote_write_url: str, rule_files: list[str], scrape_job: dict,
                  shards: int, evaluation_interval: str) -> dict:
     """One shard's prometheus.yml: the rendered remote-write fragment (external label with this shard's

@@ -111,7 +111,8 @@ def report(m: Measured) -> str:
              "victoria-metrics. Global tier: vmalert with alerts/sharded/global/*.yaml over that victoria-metrics "
              "(`-rule.evalDelay` default 30 s), writing back into it. Reference: one Prometheus scraping every "
              "node with alerts/prometheus/*.yaml."
-             + (" Shard 0 also ran as vmalert over a victoria-metrics of its own (same hashmod scrape, same history)"
+             + (" Shard 0 also ran as vmalert over a victoria-metrics of its own (scraping shard 0's targets, listed; "
+                "same history)"
                 ", for the shard groups' cost on vmalert." if m.vm_shard else ""),
              "- All servers ran at once on the same 2 cores; groups with an interval above 60 s ran from copies at "
              "60 s (cost per evaluation does not depend on the interval); shares use the real intervals. "

@@ -16,7 +16,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from sharded_plan import (alert_key, compare_alerts, extrapolate, hashmod, shard_config, shard_scrape_job,  # noqa: E402
+from sharded_plan import (alert_key, compare_alerts, extrapolate, hashmod, only_targets, shard_config,  # noqa: E402
+                          shard_scrape_job,
                           share_of_interval, split_targets, worst_per_gpu)
 from sharded_report import Measured, ratios, report  # noqa: E402
 
@@ -56,6 +57,13 @@ def test_shard_scrape_job_keeps_only_its_half():
                                          "target_label": "__tmp_hash", "action": "hashmod"}
     assert out["relabel_configs"][1] == {"source_labels": ["__tmp_hash"], "regex": "1", "action": "keep"}
     assert "relabel_configs" not in job  # the reference's job is not changed
+
+
+def test_only_targets_lists_a_shards_targets():
+    job = {"job_name": "j", "static_configs": [{"targets": ["a:1"], "labels": {"n": "0"}},
+                                               {"targets": ["b:1"], "labels": {"n": "1"}}]}
+    assert only_targets(job, {"b:1"})["static_configs"] == [{"targets": ["b:1"], "labels": {"n": "1"}}]
+    assert len(job["static_configs"]) == 2
 
 
 def test_shard_config_takes_the_rendered_fragment(tmp_path):
