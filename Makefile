@@ -53,12 +53,16 @@ test-dialects-all: $(STAMP) tools
 
 # Fleet benchmark (benchmarks/fleet.py, ~35 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0
+# Sharded topology, live (benchmarks/sharded.py, ~20 min on 2 cores): two Prometheus shards + vmalert global tier
+# against one reference server; writes benchmarks/results/sharded-<N>.md. Override e.g. SHARDED_ARGS="--gpus 32".
+SHARDED_ARGS ?= --gpus 800
 
 bench: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/latency.py
 	$(BIN)/python benchmarks/live_latency.py
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py --skip-latency
 	$(BIN)/python benchmarks/fleet.py $(FLEET_ARGS)
+	$(BIN)/python benchmarks/sharded.py $(SHARDED_ARGS)
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/build_scenarios.py

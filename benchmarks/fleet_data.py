@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from operator import add
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 
@@ -154,9 +154,10 @@ def _as_text(v: np.ndarray, digits: int) -> list[list[str]]:
 
 
 def exposition(fleet: Fleet, metrics: list[str], t0: float, t1: float, step: float, origin: float,
-               ts_unit: int, gpu_filter: Callable[[int], bool] | None = None) -> Iterator[str]:
+               ts_unit: int, nodes: set[int] | None = None) -> Iterator[str]:
     """Text chunks (one per series) with samples at t0, t0+step, ... < t1 and timestamps in units of
-    1/ts_unit seconds: ts_unit=1 is OpenMetrics (promtool), 1000 is Prometheus text (VictoriaMetrics)."""
+    1/ts_unit seconds: ts_unit=1 is OpenMetrics (promtool), 1000 is Prometheus text (VictoriaMetrics).
+    `nodes`: only the series of these nodes (a shard's part; values stay those of the whole fleet)."""
     ts = np.arange(t0, t1, step)
     if len(ts) == 0:
         return
@@ -165,21 +166,25 @@ def exposition(fleet: Fleet, metrics: list[str], t0: float, t1: float, step: flo
         yield f"# TYPE {metric} gauge\n"
         if metric == "up":
             for n in range(fleet.nodes):
+                if nodes is not None and n not in nodes:
+                    continue
                 first = n * GPUS_PER_NODE
                 p = f"up{{{fleet.target[first]}}} "
                 yield p + ("\n" + p).join(map(add, ["1"] * len(ts), suffix)) + "\n"
             continue
         rows = _as_text(values(metric, fleet, ts, origin), MODELS.get(metric, ZERO).digits)
         for i in range(fleet.gpus):
+            if nodes is not None and int(fleet.node_of[i]) not in nodes:
+                continue
             p = f"{metric}{{{fleet.labels[i]},{fleet.target[i]}}} "
             yield p + ("\n" + p).join(map(add, rows[i], suffix)) + "\n"
 
 
 def write_openmetrics(path: Path, fleet: Fleet, metrics: list[str], t0: float, t1: float, step: float,
-                      origin: float) -> int:
-    """One promtool input file; returns its size in bytes."""
+                      origin: float, nodes: set[int] | None = None) -> int:
+    """One promtool input file (of `nodes` only, if given); returns its size in bytes."""
     with open(path, "w") as f:
-        for chunk in exposition(fleet, metrics, t0, t1, step, origin, ts_unit=1):
+        for chunk in exposition(fleet, metrics, t0, t1, step, origin, ts_unit=1, nodes=nodes):
             f.write(chunk)
         f.write("# EOF\n")
     return path.stat().st_size
