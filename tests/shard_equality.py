@@ -1,8 +1,8 @@
 """Two shards and a global tier against one server, on promtool (real binaries, no server needed).
 
-A scenario's series are split by scrape target across two shards (hashmod sharding over targets: a
-dcgm-exporter target is one node, so this splits by node; the training jobs' own targets are split the
-same way). Each shard replays its half through the shard rule files (`promtool test rules --debug`
+A scenario's series are split by node across two shards (hashmod sharding on the node name: an
+exporter's series, its `up` too, go with the node they name; the training jobs' own targets are split
+by target). Each shard replays its half through the shard rule files (`promtool test rules --debug`
 dumps every sample the rules wrote; the values at the first step come from a failing listing at 0s).
 What a shard's remote write would carry to the global store is then rebuilt: the series the allowlist
 keeps (its raw inputs as the scenario writes them, its records and ALERTS as the rules wrote them, with
@@ -100,21 +100,27 @@ def target(labels: dict[str, str]) -> str:
 
 
 def split(scenario: Scenario, shards: int = 2) -> list[list[tuple[str, str]]]:
-    """The scenario's series by scrape target, the targets dealt round-robin in name order: the node
-    exporters (targets whose series name a host) first, then the other targets (training jobs'), so
-    that nodes alternate across shards whatever else is scraped."""
-    by_target: dict[str, list[tuple[str, str]]] = {}
-    nodes: set[str] = set()
+    """The scenario's series by node, the nodes dealt round-robin in name order, then the other targets
+    (training jobs') the same way. A node is its host label: an exporter target's series (its `up` too)
+    go with the node they name, so an exporter that restarts under a new `instance` stays on its shard,
+    as it does when the shards hash the node name (README "Sharded topology"); a target whose series
+    name no host is its own unit."""
+    node_of: dict[str, str] = {}
+    for s, _ in scenario.series:
+        _, labels = parse_series(s)
+        host = next((labels[h] for h in HOST_LABELS if h in labels), None)
+        if host is not None and labels.get("instance"):
+            node_of.setdefault(labels["instance"], host)
+    by_unit: dict[tuple[int, str], list[tuple[str, str]]] = {}
     for s, values in scenario.series:
         _, labels = parse_series(s)
-        t = target(labels)
-        by_target.setdefault(t, []).append((s, values))
-        if any(h in labels for h in HOST_LABELS) or labels.get("job", "").endswith("dcgm-exporter"):
-            nodes.add(t)
-    order = sorted(t for t in by_target if t in nodes) + sorted(t for t in by_target if t not in nodes)
+        host = next((labels[h] for h in HOST_LABELS if h in labels), None) or node_of.get(labels.get("instance", ""))
+        exporter = host is not None or labels.get("job", "").endswith("dcgm-exporter")
+        unit = (0, host) if host is not None else (0 if exporter else 1, target(labels))
+        by_unit.setdefault(unit, []).append((s, values))
     out: list[list[tuple[str, str]]] = [[] for _ in range(shards)]
-    for i, t in enumerate(order):
-        out[i % shards] += by_target[t]
+    for i, unit in enumerate(sorted(by_unit)):
+        out[i % shards] += by_unit[unit]
     return out
 
 
