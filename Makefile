@@ -33,7 +33,7 @@ test-live: $(STAMP) tools
 # Two shards and a global tier against one server, every multi-node scenario (make test runs the
 # scenarios that cross shards; tests/test_sharding.py): 4 promtool replays per scenario.
 test-sharding: $(STAMP) tools
-	RULESGEN_SHARDING=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_sharding.py
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
 
 # Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
 test-vm-all: $(STAMP) tools

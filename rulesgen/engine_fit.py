@@ -28,6 +28,7 @@ or `alert` and `labels` (output.Rule, or lint's view of a YAML rule).
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -94,12 +95,20 @@ def _output(rule) -> tuple[str, dict[str, str]]:
     return "ALERTS", {**dict(getattr(rule, "labels", ()) or ()), "alertname": rule.alert}
 
 
+@functools.lru_cache(maxsize=4096)
+def _selectors(expr: str):
+    """An expression's selectors (None: it does not parse); related_pairs asks for each rule once per other rule."""
+    try:
+        return promql_tree.selectors(expr)
+    except promql_tree.PromQLSyntaxError:
+        return None
+
+
 def reads(reader, writer) -> bool:
     """Whether `reader`'s expression can read what `writer` writes: its record (by name), or for an
     alert its ALERTS / ALERTS_FOR_STATE series (by name and the alert's name and labels)."""
-    try:
-        selectors = promql_tree.selectors(reader.expr)
-    except promql_tree.PromQLSyntaxError:
+    selectors = _selectors(reader.expr)
+    if selectors is None:
         return True
     name, labels = _output(writer)
     names = (name,) if name != "ALERTS" else ALERT_SERIES

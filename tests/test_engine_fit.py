@@ -234,6 +234,7 @@ def test_delay_field_only_where_the_engine_accepts_it(tmp_path, promtool, vmaler
     assert bad.returncode != 0 and "query_offset" in bad.stdout + bad.stderr
 
 
+@pytest.mark.equality
 @pytest.mark.parametrize("scenario", ["dcgm-health-covered", "shard-ghost-loss-dbe-other-node"])
 def test_regrouped_files_alert_exactly_as_the_unsplit_ones(monkeypatch, tmp_path, rendered, promtool, scenario):
     """On promtool, every alert (name, labels, pending or firing) at every evaluation step is the same

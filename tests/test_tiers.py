@@ -364,7 +364,8 @@ def _one_shard_test(tmp_path: Path, scenario: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("scenario", ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"])
+@pytest.mark.parametrize("scenario", ["fleet-capacity-degraded"] + [pytest.param(s, marks=pytest.mark.equality) for s in (
+    "straggler", "exporter-down", "counters-missing-ecc")])
 def test_one_shard_plus_global_gives_the_single_servers_alerts(promtool, tmp_path, scenario):
     proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(tmp_path, scenario))],
                           capture_output=True, text=True, timeout=900)
