@@ -174,7 +174,7 @@ def replay(files, series: list[tuple[str, str]], interval: int, evaluation_inter
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 30))
     proc = subprocess.run([find_tool("promtool"), "test", "rules", str(path)], cwd=workdir,
-                          capture_output=True, text=True, timeout=3600, env={"GOGC": "400", "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, timeout=3600, env={"GOGC": "800", "GOMAXPROCS": "1", "PATH": "/usr/bin:/bin"})
     out = proc.stdout + proc.stderr
     if (proc.returncode != 0 and "FAILED" not in out) or re.search(r"^\s*(expr: .*)?err(or)?:", out, re.M):
         raise RuntimeError(f"promtool could not replay {name}:\n{out[-3000:]}")
