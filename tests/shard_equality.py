@@ -95,8 +95,13 @@ def _escape(v: str) -> str:
     return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+def host(labels: dict[str, str]) -> str | None:
+    """The node a series names (either exporter spelling of the host label), if any."""
+    return next((labels[h] for h in HOST_LABELS if h in labels), None)
+
+
 def target(labels: dict[str, str]) -> str:
-    return labels.get("instance") or next((labels[h] for h in HOST_LABELS if h in labels), "")
+    return labels.get("instance") or host(labels) or ""
 
 
 def split(scenario: Scenario, shards: int = 2) -> list[list[tuple[str, str]]]:
@@ -105,18 +110,16 @@ def split(scenario: Scenario, shards: int = 2) -> list[list[tuple[str, str]]]:
     go with the node they name, so an exporter that restarts under a new `instance` stays on its shard,
     as it does when the shards hash the node name (README "Sharded topology"); a target whose series
     name no host is its own unit."""
+    parsed = [(s, values, parse_series(s)[1]) for s, values in scenario.series]
     node_of: dict[str, str] = {}
-    for s, _ in scenario.series:
-        _, labels = parse_series(s)
-        host = next((labels[h] for h in HOST_LABELS if h in labels), None)
-        if host is not None and labels.get("instance"):
-            node_of.setdefault(labels["instance"], host)
+    for _, _, labels in parsed:
+        if host(labels) is not None and labels.get("instance"):
+            node_of.setdefault(labels["instance"], host(labels))
     by_unit: dict[tuple[int, str], list[tuple[str, str]]] = {}
-    for s, values in scenario.series:
-        _, labels = parse_series(s)
-        host = next((labels[h] for h in HOST_LABELS if h in labels), None) or node_of.get(labels.get("instance", ""))
-        exporter = host is not None or labels.get("job", "").endswith("dcgm-exporter")
-        unit = (0, host) if host is not None else (0 if exporter else 1, target(labels))
+    for s, values, labels in parsed:
+        node = host(labels) or node_of.get(labels.get("instance", ""))
+        exporter = node is not None or labels.get("job", "").endswith("dcgm-exporter")
+        unit = (0, node) if node is not None else (0 if exporter else 1, target(labels))
         by_unit.setdefault(unit, []).append((s, values))
     out: list[list[tuple[str, str]]] = [[] for _ in range(shards)]
     for i, unit in enumerate(sorted(by_unit)):

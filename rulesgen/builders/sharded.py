@@ -68,8 +68,6 @@ def _agg_text(op: str, modifier, body: str) -> str:
     return f"{op} {kind} ({', '.join(labels)}) ({body})"
 
 
-
-
 def _shard_record(name: str, expr: str, interval: int) -> tuple[str, str]:
     """A shard record's expression and how the global tier reads it. Written every minute: read as is
     (the staleness marker the shard writes when a series ends reaches the global store by remote write).
