@@ -27,7 +27,7 @@ from .render.grafana import dashboard_artifacts, is_generated_dashboard, provide
 from .render.prometheus import render_rule_file
 from .render.runbooks import render_runbooks
 from .render.sharded import sharded_artifacts
-from .render.yamltext import dump, header
+from .render.yamltext import PLACEHOLDER, dump_nested, dump_spliced, header
 from .scenarios import Scenario, adapt, load_scenarios, unmatched_selector
 from .settings import Settings, check_against_catalog, load_settings
 
@@ -87,11 +87,12 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> 
         replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]
         rule_files = [os.path.relpath(f.path, "tests/promtool") for f in replayed]
         group_order = [g.name for f in replayed for g in f.groups]
+        series = {s.name: series_block(s) for s in scenarios}
         for s in scenarios:
             text = header([f"promtool unit test replaying scenario {s.name} ({Path(s.path).name}).",
-                           "Run: promtool test rules tests/promtool/*.yaml"]) + dump(scenario_test(s, rule_files, group_order))
+                           "Run: promtool test rules tests/promtool/*.yaml"]) + with_series(scenario_test(s, rule_files, group_order), series[s.name])
             artifacts.append(Artifact(f"tests/promtool/{s.name}.yaml", text))
-        artifacts += vmalert_artifacts(replayed, scenarios)
+        artifacts += vmalert_artifacts(replayed, scenarios, series)
     artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules)) + [provider_artifact(settings)]
     artifacts += delivery_artifacts(catalog, settings, rules, artifacts, sharded)
     return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), sharded)
@@ -110,7 +111,19 @@ def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:
             f"must be at most {format_duration(limit)}")])
 
 
-def vmalert_artifacts(replayed: list[RuleFile], scenarios: list[Scenario]) -> list[Artifact]:
+def series_block(s: Scenario) -> str:
+    """The scenario's input series as YAML, dumped once for both engines' tests (most of their text)."""
+    return dump_nested("tests", "input_series", [{"series": series, "values": values} for series, values in s.series])
+
+
+def with_series(doc: dict, block: str) -> str:
+    """dump(doc), its one test's input series spliced in from series_block()."""
+    test = doc["tests"][0]
+    doc = {**doc, "tests": [{**test, "input_series": PLACEHOLDER}]}
+    return dump_spliced(doc, "input_series", block)
+
+
+def vmalert_artifacts(replayed: list[RuleFile], scenarios: list[Scenario], series: dict[str, str]) -> list[Artifact]:
     """tests/vmalert/: one vmalert-tool unit test per scenario, reading a vmalert-specific copy of the
     rule files in tests/vmalert/rules/ (builders/vmalert_tests.py says why it is needed)."""
     if not scenarios:
@@ -122,7 +135,7 @@ def vmalert_artifacts(replayed: list[RuleFile], scenarios: list[Scenario]) -> li
     for s in scenarios:
         doc = vmalert_tests.scenario_test(s, rule_files, order)
         text = header([f"vmalert-tool unit test replaying scenario {s.name} ({Path(s.path).name}).",
-                       "Run: vmalert-tool unittest --files 'tests/vmalert/*.yaml'"]) + dump(doc)
+                       "Run: vmalert-tool unittest --files 'tests/vmalert/*.yaml'"]) + with_series(doc, series[s.name])
         out.append(Artifact(f"{vmalert_tests.TESTS_DIR}/{s.name}.yaml", text))
     return out
 
