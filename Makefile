@@ -33,7 +33,8 @@ test-live: $(STAMP) tools
 # The equality proofs (marker equality): two shards and a global tier against one server on every
 # multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;
 # RULESGEN_SHARDING=ci: the cross-shard scenarios and those the proof once caught, as .ci/run does), the
-# regrouped files against the unsplit ones, one shard plus the global tier. make test runs one of each.
+# regrouped files against the unsplit ones, one shard plus the global tier. make test runs the two-shard
+# proof on shard-capacity-two-plus-two.
 test-sharding: $(STAMP) tools
 	RULESGEN_SHARDING=$(or $(RULESGEN_SHARDING),all) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
 

@@ -1,6 +1,7 @@
 """Every scenario replayed through the real promtool: each rule fires on its fault, in time, on the
 right GPU, and nothing fires on normal load."""
 
+import functools
 import os
 
 import pytest
@@ -25,27 +26,28 @@ VARIANTS = ("baseline-cooling-drift-quarter-degree", "baseline-clock-sag-seven-p
 LONG_HISTORIES = tuple(p.stem for p in SCENARIOS if p.stem.startswith("baseline-")
                        and p.stem not in ("baseline-deviation-hot-gpu", "baseline-normal-constant-metric")) + (
     "repair-not-held-dbe-again", "repair-not-held-other-job", "normal-daily-temperature-cycle")
-# What `make test` replays on promtool 3.5 (CI replays every scenario: make test-scenarios-all): for each
-# failure mode the cheapest scenario that expects it (series x evaluation steps; a replay of 6 hours costs
-# about 15 s of CPU whatever its size), two normal-load traps (a checkpoint's full memory, a node leaving
-# the fleet) and the identity transitions (ecc-uncorrectable-dbe: pods deleted and replaced, an exporter
-# restart; memory-remap-failure: the driver label changed and renamed). The other normal traps run in CI.
-# test_quick_set_covers_every_failure_mode keeps it whole.
+# What `make test` replays on promtool 3.5 (CI replays every scenario: make test-scenarios-all). With the
+# other engines' make-test replays (vmalert-tool's SUBSET, the dialect cells' QUICK, promtool 2.42's, the
+# two-shard proof's) every failure mode fires in `make test`: for each mode no other replay covers, the
+# cheapest scenario that expects it (series x evaluation steps; a replay of 6 hours costs about 15 s of CPU
+# whatever its size), two normal-load traps (a checkpoint's full memory, a node leaving the fleet) and the
+# identity transitions (ecc-uncorrectable-dbe: pods deleted and replaced, an exporter restart;
+# memory-remap-failure: the driver label changed and renamed). The other scenarios run in CI.
+# test_make_test_fires_every_failure_mode keeps it whole.
 QUICK = (
-    "baseline-deviation-hot-gpu", "counters-missing-ecc", "dataloader-starvation", "dcgm-health-warn-fail",
-    "ecc-correctable-rate", "ecc-uncorrectable-dbe", "exporter-down", "fb-memory-pressure", "fleet-capacity-degraded",
-    "ghost-loss-dbe-plateau", "ghost-loss-thermal-drift", "gpu-idle-allocated", "gpu-lost-every-gpu", "loss-divergence-lr-spike",
-    "loss-nan-fp16-overflow", "loss-plateau-lr-decayed", "low-occupancy", "memory-bandwidth-bound",
-    "memory-overheat-hbm", "memory-remap-failure", "misleading-utilization", "normal-checkpoint-full-memory",
-    "normal-node-leaves-fleet", "nvlink-errors-crc-replay", "nvlink-fabric-gb200-nvl72", "pcie-bound-a100",
-    "pcie-errors-replay", "power-anomaly-hw-brake", "step-time-spread-slow-uplink", "straggler",
-    "telemetry-blind-spot", "telemetry-frozen-hostengine-hang", "tensor-cores-idle", "xid-31-mmu-fault",
-    "xid-31-same-gpu-two-jobs", "xid-repeated-reset",
+    "counters-missing-ecc", "dcgm-health-warn-fail", "ecc-correctable-rate", "ecc-uncorrectable-dbe", "exporter-down",
+    "fb-memory-pressure", "ghost-loss-dbe-plateau", "gpu-idle-allocated", "gpu-lost-every-gpu", "loss-divergence-lr-spike",
+    "loss-plateau-lr-decayed", "low-occupancy", "memory-bandwidth-bound", "memory-overheat-hbm", "memory-remap-failure",
+    "misleading-utilization", "normal-checkpoint-full-memory", "normal-node-leaves-fleet", "nvlink-fabric-gb200-nvl72",
+    "pcie-bound-a100", "pcie-errors-replay", "step-time-spread-slow-uplink", "straggler", "telemetry-blind-spot",
+    "telemetry-frozen-hostengine-hang", "tensor-cores-idle", "xid-31-mmu-fault", "xid-31-same-gpu-two-jobs",
+    "xid-repeated-reset",
 )
 REPLAYED = [p.stem for p in SCENARIOS
             if os.environ.get("RULESGEN_SCENARIOS", "").strip() == "all" or p.stem in QUICK]
 
 
+@functools.cache
 def scenario_models():
     catalog = load_catalog(bundled_catalog_dir())
     return load_scenarios(SCENARIOS, [fm.id for fm in catalog.failure_modes])
@@ -75,12 +77,23 @@ def test_variants_are_scenarios():
     assert not set(QUICK) & set(VARIANTS + LONG_HISTORIES)
 
 
-def test_quick_set_covers_every_failure_mode():
-    """make test's promtool replays still fire every failure mode that any scenario expects."""
+def make_test_replays() -> set[str]:
+    """Every scenario some engine replays in `make test` (each module's default selection)."""
+    import test_dialects
+    import test_engines
+    import test_sharding
+    import test_victoriametrics
+    return (set(QUICK) | set(test_victoriametrics.SUBSET) | {name for name, _ in test_dialects.QUICK}
+            | set(test_engines.QUICK_ON_2_42) | set(test_sharding.QUICK))
+
+
+def test_make_test_fires_every_failure_mode():
+    """make test's replays, on whichever engine, still fire every failure mode that any scenario expects."""
     models = scenario_models()
     assert set(QUICK) <= {s.name for s in models}
     expected = {e.failure_mode for s in models if s.name not in VARIANTS + LONG_HISTORIES for e in s.expect}
-    assert expected - {e.failure_mode for s in models if s.name in QUICK for e in s.expect} == set()
+    replayed = make_test_replays()
+    assert expected - {e.failure_mode for s in models if s.name in replayed for e in s.expect} == set()
 
 
 @pytest.mark.parametrize("scenario", REPLAYED)

@@ -1,4 +1,5 @@
 """Rule tiers (local, partial, global) and the sharded topology (README "Sharded topology")."""
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -239,11 +240,14 @@ def test_global_alerts_naming_a_gpu_keep_its_identity(sharded):
 
 @pytest.fixture(scope="module")
 def sharded_render(tmp_path_factory):
-    """The repository's render (topology: sharded) and the same config with topology: single."""
+    """The repository's render (topology: sharded) and the same config with topology: single, with one
+    scenario (its promtool and vmalert-tool tests are among the files compared)."""
     single_cfg = tmp_path_factory.mktemp("single") / "rulesgen.yaml"
     single_cfg.write_text((ROOT / "rulesgen.yaml").read_text().replace("topology: sharded", "topology: single"))
-    sharded_plan = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", ROOT / "fixtures" / "scenarios")
-    single_plan = plan(bundled_catalog_dir(), single_cfg, ROOT / "fixtures" / "scenarios")
+    scenarios = tmp_path_factory.mktemp("scenarios")
+    shutil.copy(ROOT / "fixtures" / "scenarios" / "shard-capacity-two-plus-two.yaml", scenarios)
+    sharded_plan = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", scenarios)
+    single_plan = plan(bundled_catalog_dir(), single_cfg, scenarios)
     return single_plan, sharded_plan
 
 
@@ -364,14 +368,15 @@ def _one_shard_test(tmp_path: Path, scenario: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("scenario", ["fleet-capacity-degraded"] + [pytest.param(s, marks=pytest.mark.equality) for s in (
-    "straggler", "exporter-down", "counters-missing-ecc")])
+@pytest.mark.equality  # make test-sharding (CI); make test proves the two shards on shard-capacity-two-plus-two
+@pytest.mark.parametrize("scenario", ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"])
 def test_one_shard_plus_global_gives_the_single_servers_alerts(promtool, tmp_path, scenario):
     proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(tmp_path, scenario))],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
+@pytest.mark.equality
 def test_one_shard_check_fails_without_the_global_tier(promtool, tmp_path):
     path = _one_shard_test(tmp_path, "fleet-capacity-degraded")
     test = yaml.safe_load(path.read_text())
