@@ -46,7 +46,6 @@ class Metric:
     description: str
     field_id: int | None = None
     aliases: tuple[Alias, ...] = ()
-    exporter_1x_name: str | None = None
     valid_max: float = 9.0e18
     max_plausible: float | None = None
     where: Where = field(default=Where("<builtin>"), compare=False)
@@ -74,8 +73,6 @@ class Xid:
     xid_class: str
     dcgm_health: str
     source: str
-    mnemonic: str | None = None
-    nvidia_action: str | None = None
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,13 @@ def read_metrics(doc, errors):
             profiling=bool(f.bool("profiling", required=True)),
             default_enabled=bool(f.bool("default_enabled", required=True)),
             aliases=_aliases(f, unit),
-            exporter_1x_name=f.str("exporter_1x_name"),
             valid_max=float(f.num("valid_max", default=9.0e18, minimum=1)),
             max_plausible=f.num("max_plausible", minimum=0),
             description=f.str("description", default="") or "",
             where=f.where,
         )
-        # Accepted for catalogs that still carry it; nothing reads it (panels take the signal's unit).
+        # Dropped from the bundled catalog (panels take the signal's unit); still accepted, and ignored, for
+        # catalogs written before (the test suite's minimal catalog among them).
         f.str("grafana_unit")
         f.done()
         for n in m.names:
@@ -97,8 +97,7 @@ def read_xids(doc, errors):
         f = Fields(item, errors, "xid", fallback=w)
         code = f.num("code", required=True, integer=True, minimum=1)
         unique(f, "code", code, seen, f"XID {code}")
-        out.append(Xid(code=code or 0, name=f.str("name", required=True) or "", mnemonic=f.str("mnemonic"),
-                       nvidia_action=f.str("nvidia_action"),
+        out.append(Xid(code=code or 0, name=f.str("name", required=True) or "",
                        dcgm_health=f.str("dcgm_health", default="none", choices=("fail", "warn", "none")) or "none",
                        xid_class=f.str("class", required=True, choices=XID_CLASSES) or "investigate",
                        source=f.str("source", required=True) or ""))
