@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import Where
+from .name_roles import ROLES
 
 SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
@@ -233,7 +234,7 @@ class FailureMode:
     alerts: tuple[AlertSpec, ...]
     runbook: Runbook
     needs_profiling: bool
-    workload_from: str = "gpu:dcgm_workload:info"
+    workload_from: str = ROLES["workload"].default[0]
     # Symptoms of this fault that stay quiet on the same GPU while it is pending or firing:
     # (failure mode, baseline signal or "" for all of its alerts).
     covers: tuple[tuple[str, str], ...] = ()
@@ -311,6 +312,19 @@ class Catalog:
     routing: Routing = Routing()
     hand_made_panels: tuple[HandMadePanel, ...] = ()  # catalog/dashboards.yaml; a panel not declared is not drawn
     own_limits: tuple[OwnLimit, ...] = ()  # gpu_models.yaml: limits the GPUs report themselves
+    # The names the code reads, by role (rulesgen/name_roles.py), as the catalog declares or defaults them.
+    roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def named(self, role: str) -> str | None:
+        """The record or metric of a role (name_roles.ROLES); None for an optional one the catalog lacks."""
+        names = self.named_all(role)
+        return names[0] if names else None
+
+    def named_all(self, role: str) -> tuple[str, ...]:
+        for r, names in self.roles:
+            if r == role:
+                return names
+        return ROLES[role].default  # a Catalog built without the loader
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

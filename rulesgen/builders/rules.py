@@ -41,7 +41,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
                     required=len(errors.items) == reported)
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
-        if signal.record == "gpu:dcgm_reporting:timestamp":
+        if signal.record == catalog.named("reporting"):  # the model limits are written on it
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
             recording.extend(_gpu_limit_rules(catalog, settings, base))
 
@@ -216,7 +216,7 @@ def _gpu_limit_rules(catalog: Catalog, settings: Settings, base: dict) -> list[R
     known = [m.match for m in catalog.gpu_models]
     for key in used_gpu_limit_keys(catalog):
         own = catalog.own_limit(key)
-        carrier = "gpu:dcgm_reporting:timestamp"
+        carrier = catalog.named("reporting")
         if own.fallback == "model":
             carrier += f'{{modelName=~"{_escape("|".join(known))}"}}'
         expr = (f"max by ({gpu}) ({base['v'][own.metric]} > 0)\n"
@@ -232,7 +232,7 @@ def _model_limit_rules(catalog: Catalog, settings: Settings, keys: list[str]) ->
     if not keys:
         return []
     carrier = conventions.MODEL_GPUS
-    rules = [Rule(record=carrier, expr=f"count by ({promql.by(settings.model_labels)}) (gpu:dcgm_reporting:timestamp)")]
+    rules = [Rule(record=carrier, expr=f"count by ({promql.by(settings.model_labels)}) ({catalog.named('reporting')})")]
     for key in keys:
         by_value: dict[float, list[str]] = {}
         for m in catalog.gpu_models:

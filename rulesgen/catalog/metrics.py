@@ -7,10 +7,11 @@ from ..builders import templates
 from ..fields import Fields, did_you_mean
 from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Xid
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
+from .roles import generated
 
 
 def read_metrics(doc, errors):
-    items, wheres = top_list(doc, "metrics", errors, "metrics.yaml")
+    items, wheres = top_list(doc, "metrics", errors, "metrics.yaml", also=("roles",))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "metric", fallback=w)
@@ -69,7 +70,7 @@ def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
 
 
 def read_signals(doc, errors, known_metrics):
-    items, wheres = top_list(doc, "signals", errors, "signals.yaml")
+    items, wheres = top_list(doc, "signals", errors, "signals.yaml", also=("roles",))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "signal", fallback=w)
@@ -77,6 +78,9 @@ def read_signals(doc, errors, known_metrics):
         if record != "?" and not RECORD_NAME.match(record):
             errors.add(f.at("record"), "bad-name",
                        f"recording rule name {record!r} must follow level:metric:operations with level one of {', '.join(LEVELS)}")
+        elif generated(record):
+            errors.add(f.at("record"), "reserved-name",
+                       f"signal {record}: rulesgen writes this record itself (rulesgen/conventions.py); choose another name")
         unique(f, "record", record, seen, f"signal {record!r}")
         expr = f.str("expr", required=True) or ""
         used = tuple(sorted(n for n in templates.names_used(expr) if n.startswith(METRIC_PREFIXES)))
