@@ -71,4 +71,6 @@ ROLES = {
     "clock_count": RoleSpec(METRIC, "the windowed clock-event count of the clock-count dialect",
                             ("DCGM_EXP_CLOCK_EVENTS_COUNT",)),
     "clock_total": RoleSpec(METRIC, "the clock-event counter of the clock-total dialect", ("DCGM_EXP_CLOCK_EVENTS_TOTAL",)),
+    "label_fields": RoleSpec(METRIC, "label-type fields the generated dcgm-exporter counters file enables",
+                             ("DCGM_FI_DRIVER_VERSION",), many=True),
 }

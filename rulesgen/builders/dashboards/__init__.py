@@ -25,6 +25,7 @@ from ...model import Catalog, FailureMode
 from ...output import (DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile,
                        RuleSet)
 from ...settings import Settings
+from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates
 from .fleet import fleet_panels
@@ -79,5 +80,8 @@ def build_dashboard(ctx: Context, dashboard_id: str) -> GrafanaDashboard:
 
 
 def build_dashboards(catalog: Catalog, settings: Settings, rules: RuleSet) -> list[DashboardFile]:
+    """The dashboards, after checking that every series they and the rules read is produced (series_check)."""
     ctx = Context.of(catalog, settings, rules)
-    return [DashboardFile(d, conventions.dashboard_file(d), build_dashboard(ctx, d)) for d in DASHBOARD_TITLES]
+    files = [DashboardFile(d, conventions.dashboard_file(d), build_dashboard(ctx, d)) for d in DASHBOARD_TITLES]
+    check_reads(catalog, settings, rules, files)
+    return files
