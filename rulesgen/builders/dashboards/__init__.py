@@ -13,7 +13,9 @@ Modules: context (variables, filters), comparisons and reading (what the alerts 
 fleet, baselines and jobs (each dashboard's own panels, ids 1 .. 99 above the failure-mode rows).
 Those hand-made panels, and the hand-made rows (rows.HAND_MADE_ROWS), read catalog names only through
 their declaration in catalog/dashboards.yaml (rulesgen/panel_specs.py: the builders' ids and roles); an undeclared one
-is not drawn.
+is not drawn. The records and metrics they query are asked for by role (Context.named; rulesgen/name_roles.py,
+signals.yaml and metrics.yaml roles:). After build, every query and every rule must read only series the rule
+set or the metric catalog produces (builders/series_check.py).
 """
 from __future__ import annotations
 
