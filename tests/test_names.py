@@ -67,41 +67,46 @@ def rename_everywhere(catalog: Path, old: str, new: str) -> None:
         path.write_text(pattern(old).sub(new, path.read_text()))
 
 
-def rendered_reads(catalog: Path, monkeypatch) -> set[str]:
-    """Render the catalog (rulesgen.artifacts.plan, with the series check after build) and return every
-    series name its rules and dashboard queries read, as the check saw them."""
-    seen = []
-    original = dashboards_package.check_reads
-    monkeypatch.setattr(dashboards_package, "check_reads",
-                        lambda c, s, rules, files: seen.append((rules, files)) or original(c, s, rules, files))
-    plan(catalog, CONFIG, None)
-    (rules, files), = seen
+def built(catalog: Path):
+    """(catalog, every series name its rules and dashboard queries read): the readers of the names, built
+    with the series check after build (build_dashboards), no query reading a series nothing produces."""
+    c, s = load_inputs(catalog, CONFIG)
+    rules = build_rules(c, s)
     out = {n for r in rules.rules for n in promql_tree.names_read(r.expr)}
-    for d in files:
+    for d in dashboards_package.build_dashboards(c, s, rules):
         for _, expr in series_check.queries(d):
             for macro, value in series_check.MACROS:
                 expr = macro.sub(value, expr)
             out |= set(promql_tree.names_read(expr))
-    return out
+    return c, out
 
 
 @pytest.fixture(scope="module")
 def bundled_reads() -> set[str]:
-    with pytest.MonkeyPatch.context() as mp:
-        return rendered_reads(bundled_catalog_dir(), mp)
+    return built(bundled_catalog_dir())[1]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_renamed_everywhere_renders_consistently(tmp_path, monkeypatch, bundled_reads, name):
+def test_renamed_everywhere_builds_consistently(tmp_path, bundled_reads, name):
     catalog = copy(tmp_path)
     new = renamed(name)
     rename_everywhere(catalog, name, new)
-    reads = rendered_reads(catalog, monkeypatch)  # renders: no rule or query reads a series nothing produces
-    loaded = load_catalog(catalog)
+    loaded, reads = built(catalog)
     for role, names in BUNDLED.roles:  # the code asks for the new name wherever it asked for the old
         assert loaded.named_all(role) == tuple(new if n == name else n for n in names), role
     assert name not in reads
     assert (new in reads) == (name in bundled_reads)
+
+
+def test_every_name_renamed_at_once_renders_everything(tmp_path):
+    """The whole render (rules, dashboards, runbooks, tests, exporter counters ...) with every name the code
+    reads renamed: no renderer spells one of them."""
+    catalog = copy(tmp_path)
+    for name in NAMES:
+        rename_everywhere(catalog, name, renamed(name))
+    texts = "\n".join(a.text for a in plan(catalog, CONFIG, None).artifacts)
+    assert [n for n in NAMES if pattern(n).search(texts)] == []
+    assert [n for n in NAMES if not pattern(renamed(n)).search(texts)] == []
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -142,7 +147,7 @@ def drop_role(catalog: Path, role: str) -> None:
 
 
 @pytest.mark.parametrize("role", sorted(ROLES))
-def test_dropped_role_fails_where_it_should_be_defined_or_renders_without_it(tmp_path, monkeypatch, role):
+def test_dropped_role_fails_where_it_should_be_defined_or_builds_without_it(tmp_path, role):
     catalog = copy(tmp_path)
     drop_role(catalog, role)
     spec = ROLES[role]
@@ -158,8 +163,8 @@ def test_dropped_role_fails_where_it_should_be_defined_or_renders_without_it(tmp
             and f"role {role!r}" in e], errors
         assert any(f"role {role!r}" in e for e in errors), errors
     else:
-        reads = rendered_reads(catalog, monkeypatch)
-        assert load_catalog(catalog).named_all(role) == ()
+        loaded, reads = built(catalog)
+        assert loaded.named_all(role) == ()
         assert not set(spec.default) & reads
 
 
