@@ -143,6 +143,7 @@ class Signal:
     description: str
     metrics: tuple[str, ...]
     where: Where = field(compare=False, default=Where("<builtin>"))
+    body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,7 @@ class AlertSpec:
     summary: str
     description: str
     where: Where = field(compare=False, default=Where("<builtin>"))
+    body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
 
 
 @dataclass(frozen=True)

@@ -258,3 +258,23 @@ def test_python_spells_no_catalog_name_but_the_roles_defaults():
         if hits:
             found[rel] = hits
     assert found == {}
+
+
+def test_an_unknown_record_in_a_literal_block_is_reported_on_its_line_and_column(tmp_path):
+    """A record renamed where it is defined: every expression still naming it fails on the line that names it,
+    at its column (not on the `expr: |` line above), for records no role holds too."""
+    catalog = copy(tmp_path)
+    signals = catalog / "signals.yaml"
+    signals.write_text(signals.read_text().replace("  - record: gpu:dcgm_xid:recent\n", "  - record: gpu:dcgm_xid:recently\n"))
+    c, s = load_inputs(catalog, CONFIG)
+    expected = []
+    for path in (catalog / "failure_modes.yaml", signals):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            found = pattern("gpu:dcgm_xid:recent").search(line)
+            if found:  # a line naming it (descriptions too: the errors must be a subset)
+                expected.append((str(path), i, found.start() + 1))
+    errors = errors_of(build_rules, c, s)
+    assert all("error[unknown-signal]" in e and "'gpu:dcgm_xid:recent'" in e for e in errors)
+    got = [(p, int(line), int(col)) for p, line, col, _ in (e.split(":", 3) for e in errors)]
+    assert got and set(got) <= set(expected), (got, expected)
+    assert len({p for p, _, _ in got}) == 2  # signals.yaml and failure_modes.yaml

@@ -65,7 +65,8 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                     for_seconds=hold,
                                     expr=af.str("expr", required=True) or "",
                                     summary=af.str("summary", required=True) or "",
-                                    description=af.str("description", required=True) or "", where=af.at("expr")))
+                                    description=af.str("description", required=True) or "", where=af.at("expr"),
+                                    body=af.body_at("expr")))
             af.done()
         if not a_items and f.has("alerts"):
             errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")

@@ -89,7 +89,8 @@ def read_signals(doc, errors, known_metrics):
                 errors.add(f.at("expr"), "unknown-metric",
                            f"signal {record}: expression names unknown metric {name!r}{did_you_mean(name, known_metrics)}")
         out.append(Signal(record=record, expr=expr, unit=f.str("unit", required=True) or "short",
-                          description=f.str("description", required=True) or "", metrics=used, where=f.at("expr")))
+                          description=f.str("description", required=True) or "", metrics=used, where=f.at("expr"),
+                          body=f.body_at("expr")))
         f.done()
     return out
 
