@@ -15,13 +15,12 @@ from dataclasses import dataclass, replace
 from .errors import Diagnostic, RulesgenError
 from .fields import did_you_mean
 from .model import Catalog
+from .name_roles import ROLES
 from .promql import escape, series_labels
 from .scenarios import STALE, Scenario, expand
 
 HOST_LABELS = ("Hostname", "hostname")
 NEW_NAMES_SINCE = "4.9.0"   # aliases of catalog/metrics.yaml exported from this dcgm-exporter version
-XID_GAUGE = ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_XID_ERROR")
-CLOCK_GAUGE = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 EVENT_WINDOW = 300  # s: dcgm-exporter's default xid-count-window-size / clock-events-count-window-size
 # Clock-event bits -> the clock_event label of DCGM_EXP_CLOCK_EVENTS_* (exporter-clock_event_label_values.csv).
 CLOCK_EVENT_BITS = ((1, "gpu_idle"), (2, "clocks_setting"), (4, "power_cap"), (8, "hw_slowdown"), (16, "sync_boost"),
@@ -92,9 +91,9 @@ def apply(scenario: Scenario, dialect: Dialect, catalog: Catalog) -> Scenario:
         return scenario
     series = [(s, expand(v)) for s, v in scenario.series]
     if dialect.xid:
-        series = _xid_series(series, dialect.xid, scenario.interval)
+        series = _xid_series(series, dialect.xid, scenario.interval, catalog)
     if dialect.clock:
-        series = _clock_series(series, dialect.clock, scenario.interval)
+        series = _clock_series(series, dialect.clock, scenario.interval, catalog)
     if dialect.nvlink_entity:
         series = [(_nvlink_entity(s), v) for s, v in series]
     if dialect.names:
@@ -318,9 +317,21 @@ def _end_with_stale(values: list) -> list:
     return out
 
 
-def _xid_series(series, kind, interval):
+def _gauge_names(catalog: Catalog, role: str) -> tuple[str, ...]:
+    """Every name of the metric of a role (catalog/metrics.yaml roles:): the gauge a dialect rewrites."""
+    name = catalog.named(role)
+    return catalog.metric(name).names if name else ()
+
+
+def _written(catalog: Catalog, role: str) -> str:
+    """The series a dialect writes: the metric of the role, or its default name where the catalog has none
+    (the rules then read no such series, as with an exporter the catalog does not know)."""
+    return catalog.named(role) or ROLES[role].default[0]
+
+
+def _xid_series(series, kind, interval, catalog):
     drop = ("err_code", "err_msg")
-    others, groups = _carriers(series, XID_GAUGE, drop)
+    others, groups = _carriers(series, _gauge_names(catalog, "xid_gauge"), drop)
     if kind == "sparse":
         out = list(others)
         for members in groups.values():
@@ -328,15 +339,15 @@ def _xid_series(series, kind, interval):
                 out.append((s, [None if (isinstance(v, float) and v == 0) else v for v in values]))
         return out
     slots = max((len(v) for _, v in series), default=0)
-    metric = "DCGM_EXP_XID_ERRORS_TOTAL" if kind == "total" else "DCGM_EXP_XID_ERRORS_COUNT"
+    metric = _written(catalog, "xid_total" if kind == "total" else "xid_count")
     return _event_series(others, groups, slots, interval, kind, metric, "xid",
                          lambda v: {int(v)} if isinstance(v, float) and v > 0 else set(), str, drop)
 
 
-def _clock_series(series, kind, interval):
-    others, groups = _carriers(series, CLOCK_GAUGE, ())
+def _clock_series(series, kind, interval, catalog):
+    others, groups = _carriers(series, _gauge_names(catalog, "clock_gauge"), ())
     slots = max((len(v) for _, v in series), default=0)
-    metric = "DCGM_EXP_CLOCK_EVENTS_TOTAL" if kind == "total" else "DCGM_EXP_CLOCK_EVENTS_COUNT"
+    metric = _written(catalog, "clock_total" if kind == "total" else "clock_count")
     labels = dict(CLOCK_EVENT_BITS)
     return _event_series(others, groups, slots, interval, kind, metric, "clock_event",
                          lambda v: {b for b, _ in CLOCK_EVENT_BITS if isinstance(v, float) and int(v) & b},

@@ -37,6 +37,10 @@ class Fields:
     def at(self, key: str) -> Where:
         return where_of(self.node, key)
 
+    def body_at(self, key: str) -> Where | None:
+        """The first content line of key's literal block value (`key: |`), else None."""
+        return getattr(self.node, "body_where", {}).get(key)
+
     def has(self, key: str) -> bool:
         return key in self.node
 

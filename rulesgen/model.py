@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import Where
+from .name_roles import ROLES
 
 SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
@@ -46,7 +47,6 @@ class Metric:
     description: str
     field_id: int | None = None
     aliases: tuple[Alias, ...] = ()
-    exporter_1x_name: str | None = None
     valid_max: float = 9.0e18
     max_plausible: float | None = None
     where: Where = field(default=Where("<builtin>"), compare=False)
@@ -74,8 +74,6 @@ class Xid:
     xid_class: str
     dcgm_health: str
     source: str
-    mnemonic: str | None = None
-    nvidia_action: str | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +143,7 @@ class Signal:
     description: str
     metrics: tuple[str, ...]
     where: Where = field(compare=False, default=Where("<builtin>"))
+    body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
 
 
 @dataclass(frozen=True)
@@ -214,6 +213,7 @@ class AlertSpec:
     summary: str
     description: str
     where: Where = field(compare=False, default=Where("<builtin>"))
+    body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
 
 
 @dataclass(frozen=True)
@@ -236,7 +236,7 @@ class FailureMode:
     alerts: tuple[AlertSpec, ...]
     runbook: Runbook
     needs_profiling: bool
-    workload_from: str = "gpu:dcgm_workload:info"
+    workload_from: str = ROLES["workload"].default[0]
     # Symptoms of this fault that stay quiet on the same GPU while it is pending or firing:
     # (failure mode, baseline signal or "" for all of its alerts).
     covers: tuple[tuple[str, str], ...] = ()
@@ -314,6 +314,19 @@ class Catalog:
     routing: Routing = Routing()
     hand_made_panels: tuple[HandMadePanel, ...] = ()  # catalog/dashboards.yaml; a panel not declared is not drawn
     own_limits: tuple[OwnLimit, ...] = ()  # gpu_models.yaml: limits the GPUs report themselves
+    # The names the code reads, by role (rulesgen/name_roles.py), as the catalog declares or defaults them.
+    roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def named(self, role: str) -> str | None:
+        """The record or metric of a role (name_roles.ROLES); None for an optional one the catalog lacks."""
+        names = self.named_all(role)
+        return names[0] if names else None
+
+    def named_all(self, role: str) -> tuple[str, ...]:
+        for r, names in self.roles:
+            if r == role:
+                return names
+        return ROLES[role].default  # a Catalog built without the loader
 
     def metric(self, name: str) -> Metric:
         for m in self.metrics:

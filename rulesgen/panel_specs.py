@@ -5,7 +5,9 @@ to, thresholds of that mode it draws, other modes whose alerts it shows -- and t
 catalog does not declare is not drawn.
 
 Data only, no builders: the catalog loader reads this table. A builder asks for its declaration by its id
-(Context.hand_made) and reads its thresholds by the roles listed here, never by a catalog name.
+(Context.hand_made) and reads its thresholds by the roles listed here, never by a catalog name; the recording
+rules it queries it asks for by their role in rulesgen/name_roles.py (signals.yaml roles:), and declaring the
+panel makes those roles required at load.
 """
 from __future__ import annotations
 
@@ -20,34 +22,49 @@ class PanelSpec:
 
     kind: PANEL, drawn in its dashboard's header row; ROW, the whole row of the failure mode it names.
     roles: the thresholds it draws, each the value of one threshold of its failure mode (role -> name in
-    the catalog). alerts_of: whether it shows the firing alerts of a list of failure modes."""
+    the catalog). alerts_of: whether it shows the firing alerts of a list of failure modes. records: the
+    recording rules it queries, by their role in name_roles.ROLES (declaring the panel makes them required)."""
     kind: str
     about: str
     roles: tuple[str, ...] = ()
     alerts_of: bool = False
+    records: tuple[str, ...] = ()
+
+
+LOSS_PER_RANK = ("rank_loss", "job_loss_smoothed", "training_job")
+STEP_PER_RANK = ("rank_step", "job_step_median", "training_job")
 
 
 PANELS = {
-    "fleet.health_state": PanelSpec(PANEL, "GPU Fleet Overview: GPUs by health state (links the capacity runbook)"),
-    "fleet.utilisation": PanelSpec(PANEL, "GPU Fleet Overview: SM active against GPU_UTIL (the utilisation myth)"),
-    "fleet.gpu_hours": PanelSpec(PANEL, "GPU Fleet Overview: busy and idle GPU-hours", ("idle_util",)),
-    "fleet.cost": PanelSpec(PANEL, "GPU Fleet Overview: estimated cost and waste", ("idle_util",)),
-    "jobs.pods_gpus": PanelSpec(PANEL, "GPU Jobs: table of the selected pods' GPUs"),
+    "fleet.health_state": PanelSpec(PANEL, "GPU Fleet Overview: GPUs by health state (links the capacity runbook)",
+                                     records=("fleet_gpus",)),
+    "fleet.utilisation": PanelSpec(PANEL, "GPU Fleet Overview: SM active against GPU_UTIL (the utilisation myth)",
+                                    records=("fleet_sm_active", "fleet_gpu_util")),
+    "fleet.gpu_hours": PanelSpec(PANEL, "GPU Fleet Overview: busy and idle GPU-hours", ("idle_util",),
+                                  records=("util_per_gpu",)),
+    "fleet.cost": PanelSpec(PANEL, "GPU Fleet Overview: estimated cost and waste", ("idle_util",),
+                              records=("util_per_gpu",)),
+    "jobs.pods_gpus": PanelSpec(PANEL, "GPU Jobs: table of the selected pods' GPUs", records=("util_per_gpu",)),
     "jobs.rank_clock_spread": PanelSpec(PANEL, "GPU Jobs: SM clock of each rank against its job's median",
-                                        ("straggler_below",)),
-    "jobs.rank_sm_spread": PanelSpec(PANEL, "GPU Jobs: max - min SM active across a job's ranks"),
+                                        ("straggler_below",), records=("sm_clock_vs_job",)),
+    "jobs.rank_sm_spread": PanelSpec(PANEL, "GPU Jobs: max - min SM active across a job's ranks",
+                                     records=("sm_active_per_gpu",)),
     "jobs.hardware_alerts": PanelSpec(PANEL, "GPU Jobs: hardware alerts on the selected pods' GPUs", alerts_of=True),
-    "jobs.loss_per_rank": PanelSpec(PANEL, "GPU Jobs: training loss per rank"),
-    "jobs.step_per_rank": PanelSpec(PANEL, "GPU Jobs: step time per rank"),
+    "jobs.loss_per_rank": PanelSpec(PANEL, "GPU Jobs: training loss per rank", records=LOSS_PER_RANK),
+    "jobs.step_per_rank": PanelSpec(PANEL, "GPU Jobs: step time per rank", records=STEP_PER_RANK),
     "baselines.signals": PanelSpec(PANEL, "GPU Baselines: one panel per baseline signal, with the alert edge",
                                    ("alert_edge",)),
     "rows.baseline_deviation": PanelSpec(ROW, "z against the GPU's history and robust z against its node peers",
                                          ("history_edge", "peer_edge")),
-    "rows.ghost_loss": PanelSpec(ROW, "minutes from a hardware alert to the loss problem", ("look_back",), alerts_of=True),
-    "rows.loss_divergence": PanelSpec(ROW, "smoothed loss over its recent best", ("diverging_above",)),
+    "rows.ghost_loss": PanelSpec(ROW, "minutes from a hardware alert to the loss problem", ("look_back",), alerts_of=True,
+                                 records=("ghost_loss_minutes", *LOSS_PER_RANK)),
+    "rows.loss_divergence": PanelSpec(ROW, "smoothed loss over its recent best", ("diverging_above",),
+                                     records=("job_loss_vs_best", *LOSS_PER_RANK)),
     "rows.loss_plateau": PanelSpec(ROW, "improvement of the loss on its best before the window",
-                                   ("learning_above", "earlier_by")),
-    "rows.loss_not_finite": PanelSpec(ROW, "ranks with a finite loss against ranks stepping"),
+                                   ("learning_above", "earlier_by"), records=("job_loss_improvement", *LOSS_PER_RANK)),
+    "rows.loss_not_finite": PanelSpec(ROW, "ranks with a finite loss against ranks stepping",
+                                      records=(*LOSS_PER_RANK, "rank_step")),
     "rows.step_time_straggler": PanelSpec(ROW, "each rank's step time over its job's median, and the spread",
-                                          ("straggler_above", "spread_above")),
+                                          ("straggler_above", "spread_above"),
+                                          records=("rank_step_vs_job", "job_step_cv", *STEP_PER_RANK)),
 }

@@ -21,8 +21,6 @@ from .replay import got_series, group_order, run_test
 from .scenarios import STALE, Scenario, expand
 
 MAX_PANELS = 5
-# After the failure modes' own metrics: the physics of a busy GPU.
-CONTEXT_METRICS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_UTIL")
 
 
 class PlotUnavailable(Exception):
@@ -129,7 +127,7 @@ def plot_data(scenario: Scenario, rule_paths: list[Path], catalog: Catalog, host
     gpus = plotted_gpus(scenario, host_label)
     modes = {e.failure_mode for e in scenario.expect}
     preferred = list(dict.fromkeys([m for fm in catalog.failure_modes if fm.id in modes for m in fm.metrics]
-                                   + list(CONTEXT_METRICS)))
+                                   + list(catalog.named_all("plot_context"))))  # the physics of a busy GPU
     on_gpus = [s for s in alert_spans(scenario, rule_paths)
                if "gpu" not in dict(s.labels) or any(g.items() <= dict(s.labels).items() for g in gpus)]
     return PlotData(scenario, tuple(plotted_series(scenario, gpus, preferred)), tuple(on_gpus),

@@ -6,6 +6,7 @@ Duplicate keys are errors (PyYAML silently keeps the last one).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -21,6 +22,7 @@ _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class Node(dict):
     where: Where
     key_where: dict
+    body_where: dict  # key -> position of the first content line of its literal block value (`key: |`)
 
 
 class NodeList(list):
@@ -32,7 +34,7 @@ def _where(path: str, mark) -> Where:
     return Where(path, mark.line + 1, mark.column + 1)
 
 
-def _make_loader(path: str, problems: list[Diagnostic]):
+def _make_loader(path: str, problems: list[Diagnostic], lines: list[str]):
     class Loader(_BASE_LOADER):
         pass
 
@@ -40,7 +42,7 @@ def _make_loader(path: str, problems: list[Diagnostic]):
         loader.flatten_mapping(node)
         result = Node()
         result.where = _where(path, node.start_mark)
-        result.key_where = {}
+        result.key_where, result.body_where = {}, {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             value = loader.construct_object(value_node, deep=True)
@@ -57,6 +59,9 @@ def _make_loader(path: str, problems: list[Diagnostic]):
                 continue
             result[key] = value
             result.key_where[key] = _where(path, key_node.start_mark)
+            first = value_node.start_mark.line + 1  # a literal block's content starts below its `|`
+            if getattr(value_node, "style", None) == "|" and first < len(lines):
+                result.body_where[key] = Where(path, first + 1, len(lines[first]) - len(lines[first].lstrip(" ")) + 1)
         return result
 
     def construct_sequence(loader, node, deep=False):
@@ -75,7 +80,7 @@ def load_text(text: str, path: str, collect: list[Diagnostic] | None = None):
     unless `collect` is given, in which case they are appended there and the data is returned."""
     problems: list[Diagnostic] = []
     try:
-        data = yaml.load(text, Loader=_make_loader(path, problems))  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(text, Loader=_make_loader(path, problems, text.splitlines()))  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -98,6 +103,17 @@ def load_file(path: Path, display: str | None = None, collect: list[Diagnostic] 
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesgenError([Diagnostic(shown, 1, 1, "unreadable-file", str(exc))]) from None
     return load_text(text, shown, collect)
+
+
+def where_in(where: Where, body: Where | None, text: str, word: str) -> Where:
+    """Where `word` first stands in `text`, a literal block whose first content line is at `body` (None:
+    not a literal block, or unknown); else `where`, the position of its key."""
+    whole = re.compile(r"(?<![\w:])" + re.escape(word) + r"(?![\w:])")
+    for i, line in enumerate(text.splitlines() if body is not None else ()):
+        found = whole.search(line)
+        if found:
+            return Where(body.path, body.line + i, body.col + found.start())
+    return where
 
 
 def where_of(container, key=None) -> Where:

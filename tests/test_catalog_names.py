@@ -82,8 +82,18 @@ def test_minimal_catalog_renders_and_draws_only_the_declared_hand_made_panels(mi
         fleet = json.loads(next(a.text for a in artifacts if a.path == "dashboards/gpu-fleet-overview.json"))
         return [p["title"] for p in fleet["panels"]]
 
-    assert fleet_titles() == ["Fleet", "GPUs by model", "Firing alerts by failure mode"]
+    # No fleet:dcgm_gpus:count (role fleet_gpus) in the minimal catalog: no GPU count, never a query of nothing.
+    assert fleet_titles() == ["Fleet", "Firing alerts by failure mode"]
     (minimal_catalog / "dashboards.yaml").write_text("panels:\n  - panel: fleet.health_state\n    failure_mode: hot_gpu\n")
+    signals = minimal_catalog / "signals.yaml"
+    assert errors_of(load_catalog, minimal_catalog) == [
+        f"{signals}:1:1: error[missing-name]: signals.yaml: hand-made panel fleet.health_state (dashboards.yaml line 2) "
+        "reads the signal of role 'fleet_gpus' (GPUs reporting per cluster and model: the fleet dashboard's GPU count "
+        "(drawn when defined)): no signal 'fleet:dcgm_gpus:count' in signals.yaml; define it, or name another under "
+        "`roles:` (fleet_gpus: NAME)"]
+    with signals.open("a") as out:
+        out.write("  - record: fleet:dcgm_gpus:count\n    unit: short\n    description: GPUs reporting\n"
+                  "    expr: count by ([[ fleet ]], modelName) (gpu:dcgm_reporting:timestamp)\n")
     assert fleet_titles() == ["Fleet", "GPUs by model", "GPUs by health state", "Firing alerts by failure mode"]
 
 
@@ -133,6 +143,9 @@ baselines:
 
 def test_baselines_need_the_baseline_failure_mode_and_its_thresholds(minimal_catalog):
     (minimal_catalog / "baselines.yaml").write_text(BASELINES)
+    with (minimal_catalog / "signals.yaml").open("a") as out:  # busy_only reads GPU_UTIL (role util_per_gpu)
+        out.write("  - record: gpu:dcgm_gpu_util:ratio\n    unit: percentunit\n    description: GPU_UTIL\n"
+                  "    expr: max by ([[ gpu ]]) ([[ v.DCGM_FI_DEV_GPU_TEMP ]]) * 0\n")
     fm = minimal_catalog / "failure_modes.yaml"
     assert errors_of(load_catalog, minimal_catalog) == [
         f"{fm}:1:1: error[unknown-failure-mode]: failure_modes.yaml: baselines.yaml has 1 signal(s), whose alerts "

@@ -48,7 +48,7 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
         # or validation pause shorter than half the window does not make a busy GPU idle.
         either = "\nor\n".join(busy)
         terms = [f"(\n{_indent(either, 2)}\n)\n  and on ({gpu_id}) "
-                 f"quantile_over_time(0.5, gpu:dcgm_gpu_util:ratio[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
+                 f"quantile_over_time(0.5, {catalog.named('util_per_gpu')}[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
     fast = [Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None)]
     own = recent(value, s)
     for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),

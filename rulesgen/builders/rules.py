@@ -8,6 +8,7 @@ from ..fields import did_you_mean
 from ..model import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
 from ..settings import Settings
+from ..yamlsource import where_in
 from . import baselines, templates
 
 RULE_FILES = (
@@ -39,9 +40,9 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
         reported = len(errors.items)
         expr = templates.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
-                    required=len(errors.items) == reported)
+                    required=len(errors.items) == reported, body=(signal.body, signal.expr))
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
-        if signal.record == "gpu:dcgm_reporting:timestamp":
+        if signal.record == catalog.named("reporting"):  # the model limits are written on it
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
             recording.extend(_gpu_limit_rules(catalog, settings, base))
 
@@ -78,7 +79,8 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
                 expr = _held_while_silenced(expr, conventions.alert_name(fm.id, spec.severity, len(fm.alerts)),
                                             _silence_conditions(fm, catalog, settings) + covering,
                                             ("severity", "failure_mode", "action", *dict(settings.extra_labels)))
-            _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported)
+            _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported,
+                        body=(spec.body, spec.expr))
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
             description = templates.render(spec.description, context, spec.where, errors, what + " description")
             alert_groups.setdefault(fm.group, []).append(
@@ -216,7 +218,7 @@ def _gpu_limit_rules(catalog: Catalog, settings: Settings, base: dict) -> list[R
     known = [m.match for m in catalog.gpu_models]
     for key in used_gpu_limit_keys(catalog):
         own = catalog.own_limit(key)
-        carrier = "gpu:dcgm_reporting:timestamp"
+        carrier = catalog.named("reporting")
         if own.fallback == "model":
             carrier += f'{{modelName=~"{_escape("|".join(known))}"}}'
         expr = (f"max by ({gpu}) ({base['v'][own.metric]} > 0)\n"
@@ -232,7 +234,7 @@ def _model_limit_rules(catalog: Catalog, settings: Settings, keys: list[str]) ->
     if not keys:
         return []
     carrier = conventions.MODEL_GPUS
-    rules = [Rule(record=carrier, expr=f"count by ({promql.by(settings.model_labels)}) (gpu:dcgm_reporting:timestamp)")]
+    rules = [Rule(record=carrier, expr=f"count by ({promql.by(settings.model_labels)}) ({catalog.named('reporting')})")]
     for key in keys:
         by_value: dict[float, list[str]] = {}
         for m in catalog.gpu_models:
@@ -374,9 +376,11 @@ def _indent(text: str, n: int) -> str:
     return "\n".join((" " * n + line) if line else line for line in text.splitlines())
 
 
-def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics, required: bool = False) -> None:
-    """Report what would make the rule fail to load, by its catalog position. An empty expression is
-    a problem only where one is required and its template rendered (a template error is reported)."""
+def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics, required: bool = False,
+                body=(None, "")) -> None:
+    """Report what would make the rule fail to load, by its catalog position (an unknown name on the line of
+    its template that names it: body = (the literal block's first line, the template)). An empty expression
+    is a problem only where one is required and its template rendered (a template error is reported)."""
     if not expr:
         if required:
             errors.add(where, "promql-syntax", f"{what}: empty expression")
@@ -387,10 +391,10 @@ def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics, r
     if problems:
         return
     for name in sorted(set(promql_tree.recorded_names(expr)) - recorded):
-        errors.add(where, "unknown-signal", f"{what}: unknown recording rule {name!r}{did_you_mean(name, recorded)}")
+        errors.add(where_in(where, *body, name), "unknown-signal", f"{what}: unknown recording rule {name!r}{did_you_mean(name, recorded)}")
     exporter = {n for n in promql_tree.metric_names(expr) if n.startswith(METRIC_PREFIXES)}
     for name in sorted(exporter - known_metrics):
-        errors.add(where, "unknown-metric", f"{what}: unknown metric {name!r}{did_you_mean(name, known_metrics)}")
+        errors.add(where_in(where, *body, name), "unknown-metric", f"{what}: unknown metric {name!r}{did_you_mean(name, known_metrics)}")
 
 
 

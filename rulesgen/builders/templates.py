@@ -121,7 +121,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         now = series(name, extra)
         before = host(f"{promql.selector(metric(name), matchers(extra))} offset {window}", name)
         return (f"((({now} > 0) unless on ({on}) {before})"
-                f" and on ({promql.by(settings.gpu_identity)}) (gpu:dcgm_reporting:timestamp offset {window}))")
+                f" and on ({promql.by(settings.gpu_identity)}) ({catalog.named('reporting')} offset {window}))")
 
     xid_classes: dict[str, list[str]] = {}
     for x in catalog.xids:

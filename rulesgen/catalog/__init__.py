@@ -6,12 +6,15 @@ from pathlib import Path
 
 from ..errors import Collector, RulesgenError
 from ..model import Catalog, Routing
+from ..name_roles import METRIC, RECORD, ROLES
+from ..panel_specs import PANELS
 from ..yamlsource import load_file
 from .baselines import read_baselines
 from .dashboards import read_dashboards
 from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
 from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
+from .roles import read_roles, resolve_roles
 from .routing import read_routing
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
@@ -46,9 +49,13 @@ def load_catalog(directory: Path) -> Catalog:
     metrics = read_metrics(docs["metrics.yaml"], errors)
     known_metrics = {n for m in metrics for n in m.names}
     signals = read_signals(docs["signals.yaml"], errors, known_metrics)
+    records = {s.record for s in signals}
+    metric_roles, metrics_at = read_roles(docs["metrics.yaml"], errors, METRIC, {m.name for m in metrics})
+    record_roles, signals_at = read_roles(docs["signals.yaml"], errors, RECORD, records)
     xids = read_xids(docs["xid.yaml"], errors)
     default, models, own_limits = read_gpu_models(docs["gpu_models.yaml"], errors, known_metrics)
-    modes = read_failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names})
+    modes = read_failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names},
+                               (record_roles.get("workload") or ROLES["workload"].default)[0])
     baselines, statistics = (read_baselines(docs["baselines.yaml"], errors, known_metrics) if "baselines.yaml" in docs
                              else ([], None))
     health = read_health(docs["dcgm_health.yaml"], errors) if "dcgm_health.yaml" in docs else None
@@ -58,8 +65,22 @@ def load_catalog(directory: Path) -> Catalog:
     check_baseline_mode(docs["failure_modes.yaml"], modes, baselines, errors)
     routing = read_routing(docs["alertmanager.yaml"], errors, modes) if "alertmanager.yaml" in docs else Routing()
     panels = read_dashboards(docs["dashboards.yaml"], errors, modes) if "dashboards.yaml" in docs else []
+    roles = resolve_roles({**metric_roles, **record_roles}, {METRIC: {m.name for m in metrics}, RECORD: records},
+                          {METRIC: metrics_at, RECORD: signals_at}, _readers(panels, baselines), errors)
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
                    baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
-                   own_limits=tuple(own_limits))
+                   own_limits=tuple(own_limits), roles=roles)
+
+
+def _readers(panels, baselines) -> dict[str, str]:
+    """role -> what reads it, for the roles only some catalogs need: the declared hand-made panels' records
+    (panel_specs.PanelSpec.records), GPU_UTIL for the busy-only baselines."""
+    out = {}
+    for p in panels:
+        for role in PANELS[p.panel].records if p.panel in PANELS else ():
+            out.setdefault(role, f"hand-made panel {p.panel} (dashboards.yaml line {p.where.line})")
+    if any(b.busy_only for b in baselines):
+        out.setdefault("util_per_gpu", "the busy-only baselines (baselines.yaml)")
+    return out

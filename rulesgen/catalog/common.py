@@ -18,8 +18,10 @@ def unique(f: Fields, key: str, value, seen: dict, label: str) -> None:
         seen[value] = f.at(key)
 
 
-def top_list(doc, key, errors, what):
+def top_list(doc, key, errors, what, also=()):
+    """The list under key; also: other top-level keys the file may have (read by another reader)."""
     top = Fields(doc, errors, what)
+    top.seen.update(also)
     items, wheres = top.list(key, required=True)
     top.done()
     return items, wheres

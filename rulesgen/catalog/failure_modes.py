@@ -7,11 +7,13 @@ from ..fields import Fields, did_you_mean
 from ..jobmetrics import INPUTS
 from ..model import (ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode,
                      Range, Runbook, Threshold)
+from ..name_roles import ROLES
 from ..yamlsource import where_of
 from .common import top_list, unique
 
 
-def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
+def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: str = ROLES["workload"].default[0]):
+    """workload: the record of role `workload` (signals.yaml roles:), a failure mode's default workload_from."""
     items, wheres = top_list(doc, "failure_modes", errors, "failure_modes.yaml")
     out, seen = [], {}
     for item, w in zip(items, wheres):
@@ -63,7 +65,8 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
                                     for_seconds=hold,
                                     expr=af.str("expr", required=True) or "",
                                     summary=af.str("summary", required=True) or "",
-                                    description=af.str("description", required=True) or "", where=af.at("expr")))
+                                    description=af.str("description", required=True) or "", where=af.at("expr"),
+                                    body=af.body_at("expr")))
             af.done()
         if not a_items and f.has("alerts"):
             errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")
@@ -87,7 +90,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics):
             meaning=f.str("meaning", required=True) or "", why=f.str("why", required=True) or "",
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
             needs_profiling=any(m in profiling_metrics for m in metrics),
-            workload_from=f.str("workload_from", default="gpu:dcgm_workload:info") or "", covers=tuple(covers),
+            workload_from=f.str("workload_from", default=workload) or "", covers=tuple(covers),
             job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
         f.done()
     return out

@@ -7,10 +7,11 @@ from ..builders import templates
 from ..fields import Fields, did_you_mean
 from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Xid
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
+from .roles import generated
 
 
 def read_metrics(doc, errors):
-    items, wheres = top_list(doc, "metrics", errors, "metrics.yaml")
+    items, wheres = top_list(doc, "metrics", errors, "metrics.yaml", also=("roles",))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "metric", fallback=w)
@@ -25,13 +26,13 @@ def read_metrics(doc, errors):
             profiling=bool(f.bool("profiling", required=True)),
             default_enabled=bool(f.bool("default_enabled", required=True)),
             aliases=_aliases(f, unit),
-            exporter_1x_name=f.str("exporter_1x_name"),
             valid_max=float(f.num("valid_max", default=9.0e18, minimum=1)),
             max_plausible=f.num("max_plausible", minimum=0),
             description=f.str("description", default="") or "",
             where=f.where,
         )
-        # Accepted for catalogs that still carry it; nothing reads it (panels take the signal's unit).
+        # Dropped from the bundled catalog (panels take the signal's unit); still accepted, and ignored, for
+        # catalogs written before (the test suite's minimal catalog among them).
         f.str("grafana_unit")
         f.done()
         for n in m.names:
@@ -69,7 +70,7 @@ def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
 
 
 def read_signals(doc, errors, known_metrics):
-    items, wheres = top_list(doc, "signals", errors, "signals.yaml")
+    items, wheres = top_list(doc, "signals", errors, "signals.yaml", also=("roles",))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "signal", fallback=w)
@@ -77,6 +78,9 @@ def read_signals(doc, errors, known_metrics):
         if record != "?" and not RECORD_NAME.match(record):
             errors.add(f.at("record"), "bad-name",
                        f"recording rule name {record!r} must follow level:metric:operations with level one of {', '.join(LEVELS)}")
+        elif generated(record):
+            errors.add(f.at("record"), "reserved-name",
+                       f"signal {record}: rulesgen writes this record itself (rulesgen/conventions.py); choose another name")
         unique(f, "record", record, seen, f"signal {record!r}")
         expr = f.str("expr", required=True) or ""
         used = tuple(sorted(n for n in templates.names_used(expr) if n.startswith(METRIC_PREFIXES)))
@@ -85,7 +89,8 @@ def read_signals(doc, errors, known_metrics):
                 errors.add(f.at("expr"), "unknown-metric",
                            f"signal {record}: expression names unknown metric {name!r}{did_you_mean(name, known_metrics)}")
         out.append(Signal(record=record, expr=expr, unit=f.str("unit", required=True) or "short",
-                          description=f.str("description", required=True) or "", metrics=used, where=f.at("expr")))
+                          description=f.str("description", required=True) or "", metrics=used, where=f.at("expr"),
+                          body=f.body_at("expr")))
         f.done()
     return out
 
@@ -97,8 +102,7 @@ def read_xids(doc, errors):
         f = Fields(item, errors, "xid", fallback=w)
         code = f.num("code", required=True, integer=True, minimum=1)
         unique(f, "code", code, seen, f"XID {code}")
-        out.append(Xid(code=code or 0, name=f.str("name", required=True) or "", mnemonic=f.str("mnemonic"),
-                       nvidia_action=f.str("nvidia_action"),
+        out.append(Xid(code=code or 0, name=f.str("name", required=True) or "",
                        dcgm_health=f.str("dcgm_health", default="none", choices=("fail", "warn", "none")) or "none",
                        xid_class=f.str("class", required=True, choices=XID_CLASSES) or "investigate",
                        source=f.str("source", required=True) or ""))

@@ -36,7 +36,8 @@ def counters_csv(catalog: Catalog, rules: RuleSet) -> str:
         lines.append(f"{name}, {m.type}, {m.help}")
     lines += ["", "# DCGM_EXP_* fields count events over a window set by dcgm-exporter flags",
               "# (--xid-count-window-size, --clock-events-count-window-size; default 5 minutes).",
-              "", "# Label fields", "DCGM_FI_DRIVER_VERSION, label, Driver Version"]
+              "", "# Label fields"]
+    lines += [f"{name}, {catalog.metric(name).type}, {catalog.metric(name).help}" for name in catalog.named_all("label_fields")]
     return "\n".join(lines) + "\n"
 
 

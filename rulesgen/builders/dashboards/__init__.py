@@ -13,7 +13,9 @@ Modules: context (variables, filters), comparisons and reading (what the alerts 
 fleet, baselines and jobs (each dashboard's own panels, ids 1 .. 99 above the failure-mode rows).
 Those hand-made panels, and the hand-made rows (rows.HAND_MADE_ROWS), read catalog names only through
 their declaration in catalog/dashboards.yaml (rulesgen/panel_specs.py: the builders' ids and roles); an undeclared one
-is not drawn.
+is not drawn. The records and metrics they query are asked for by role (Context.named; rulesgen/name_roles.py,
+signals.yaml and metrics.yaml roles:). After build, every query and every rule must read only series the rule
+set or the metric catalog produces (builders/series_check.py).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from ...model import Catalog, FailureMode
 from ...output import (DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile,
                        RuleSet)
 from ...settings import Settings
+from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates
 from .fleet import fleet_panels
@@ -79,5 +82,8 @@ def build_dashboard(ctx: Context, dashboard_id: str) -> GrafanaDashboard:
 
 
 def build_dashboards(catalog: Catalog, settings: Settings, rules: RuleSet) -> list[DashboardFile]:
+    """The dashboards, after checking that every series they and the rules read is produced (series_check)."""
     ctx = Context.of(catalog, settings, rules)
-    return [DashboardFile(d, conventions.dashboard_file(d), build_dashboard(ctx, d)) for d in DASHBOARD_TITLES]
+    files = [DashboardFile(d, conventions.dashboard_file(d), build_dashboard(ctx, d)) for d in DASHBOARD_TITLES]
+    check_reads(catalog, settings, rules, files)
+    return files

@@ -44,7 +44,7 @@ def baseline_panels(ctx: Context) -> list[Panel]:
                     f"(at least {promql.format_number(b.floor.value)}).")
         busy = " Busy windows only (GPU_UTIL >= 80%)." if b.busy_only else ""
         desc = describe(
-            f"{one_line(b.description)} Last 30 minutes (gpu:dcgm_baseline:value_30m), the mean of the GPU's "
+            f"{one_line(b.description)} Last 30 minutes ({conventions.BASELINE_VALUE}), the mean of the GPU's "
             f"hourly history over {window}, and the median of its busy same-model peers on the node.{busy}{edge}",
             "the GPU close to its history mean and its peers.",
             "; ".join(fm.runbook.act) if b.alert else "power is the 'same load' guard of the other signals; no alert.")

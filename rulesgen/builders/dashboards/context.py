@@ -13,8 +13,6 @@ from ...settings import Settings
 from ...panel_specs import PANELS
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-# Variables list their values from this exporter series: every GPU reports it, with all labels.
-VARIABLE_METRIC = "DCGM_FI_DEV_GPU_TEMP"
 ALL_KEYS = ("cluster", "host", "gpu", "modelName", "namespace", "pod")
 
 
@@ -79,6 +77,13 @@ class Context:
         names = {r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names} | {"up", "ALERTS"}
         return cls(catalog, settings, rules, Variables.of(settings), tuple(sorted(names, key=lambda n: (-len(n), n))))
 
+    def named(self, role: str) -> str:
+        """The record or metric of a role (rulesgen/name_roles.py); the loader checked the ones the code needs."""
+        name = self.catalog.named(role)
+        if name is None:
+            raise KeyError(f"the catalog names no series of role {role!r} (name_roles.py); the loader should have said so")
+        return name
+
     def signal(self, record: str):
         return next((s for s in self.catalog.signals if s.record == record), None)
 
@@ -120,7 +125,7 @@ class Context:
 
     def workload_info(self, *extra: str) -> str:
         matchers = (self.variables.matchers(("cluster", "host", "gpu", "namespace", "pod")), *extra)
-        return f"gpu:dcgm_workload:info{{{', '.join(matchers)}}}"
+        return f"{self.named('workload')}{{{', '.join(matchers)}}}"
 
     def selected_gpus(self, expr: str) -> str:
         """Keep the GPUs the variables select ("All" keeps GPUs without a pod too). Filtering the
@@ -129,14 +134,14 @@ class Context:
         no GPU and is drawn as it is: PromQL matches only vectors."""
         if not promql_tree.selectors(expr):
             return expr
-        gpus = self.gpu_series("gpu:dcgm_reporting:timestamp")
+        gpus = self.gpu_series(self.named("reporting"))
         return f"({expr})\n  and on ({self.gpu_id}) {gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"
 
     def per_gpu(self, expr: str) -> str:
         """A per-model expression (the model limits) repeated on each of the model's GPUs, so it can
         be filtered and labelled like the per-GPU series it is compared with."""
         model = promql.by(self.settings.model_labels)
-        return f"({expr})\n  + on ({model}) group_right () (0 * gpu:dcgm_reporting:timestamp)"
+        return f"({expr})\n  + on ({model}) group_right () (0 * {self.named('reporting')})"
 
     def of_selected_pods(self, expr: str) -> str:
         """Per-GPU series labelled with the selected pod running on the GPU (GPUs with a pod only)."""
@@ -165,7 +170,7 @@ class Context:
 
 
 def variable_templates(ctx: Context) -> list[Template]:
-    metric = ctx.catalog.metric(VARIABLE_METRIC)
+    metric = ctx.catalog.metric(ctx.named("variables"))  # every GPU reports it, with all labels
     out = [Template(name="datasource", label="Data source", type="datasource", query="prometheus", hide=0)]
     for i, (var, label) in enumerate(ctx.variables.chain):
         matchers = ", ".join([ctx.settings.selector] + [f'{lab}=~"${v}"' for v, lab in ctx.variables.chain[:i]])

@@ -32,13 +32,8 @@ def _over_range(expr: str) -> str:
 
 def fleet_panels(ctx: Context) -> list[Panel]:
     """The Fleet row; a hand-made panel the catalog does not declare (catalog/dashboards.yaml) is left out."""
-    fleet = ctx.variables.matchers(("cluster", "modelName"))
     return [
-        stat("GPUs by model", describe(signal_text(ctx, "fleet:dcgm_gpus:count", "GPUs reporting per model."),
-                                       "the number of GPUs you own; a drop is GPUs or nodes gone (see GPU Health).",
-                                       "compare with the inventory; check exporter_down and gpu_lost alerts."),
-             "short", [target(f"sum by (modelName) (fleet:dcgm_gpus:count{{{fleet}}})", "{{modelName}}", instant=True)],
-             runbook_link(ctx, None)),
+        *_gpus_by_model(ctx),
         *drawn(ctx, "fleet.health_state", _health_state),
         *drawn(ctx, "fleet.utilisation", _utilisation),
         *drawn(ctx, "fleet.gpu_hours", _gpu_hours),
@@ -47,14 +42,28 @@ def fleet_panels(ctx: Context) -> list[Panel]:
     ]
 
 
+def _gpus_by_model(ctx: Context) -> list[Panel]:
+    """GPUs reporting per model: drawn when the catalog records them (role fleet_gpus)."""
+    gpus = ctx.catalog.named("fleet_gpus")
+    if gpus is None:
+        return []
+    fleet = ctx.variables.matchers(("cluster", "modelName"))
+    return [stat("GPUs by model", describe(signal_text(ctx, gpus, "GPUs reporting per model."),
+                                           "the number of GPUs you own; a drop is GPUs or nodes gone (see GPU Health).",
+                                           "compare with the inventory; check exporter_down and gpu_lost alerts."),
+                 "short", [target(f"sum by (modelName) ({gpus}{{{fleet}}})", "{{modelName}}", instant=True)],
+                 runbook_link(ctx, None))]
+
+
 def _health_state(ctx: Context, reads: Reads) -> Panel:
     s = ctx.settings
     fleet = ctx.variables.matchers(("cluster", "modelName"))
     health_ids = "|".join(fm.id for fm in ctx.catalog.failure_modes if fm.group == "health") or "none"
     gpu_key = promql.by((s.cluster_label, s.host_label, "gpu"))
+    gpus = ctx.named("fleet_gpus")
     state = [
-        target(f"sum(fleet:dcgm_gpus:count{{{fleet}}})", "reporting"),
-        target(f"sum(fleet:dcgm_gpus:count{{{fleet}}})\n  - (count(max by ({gpu_key}) (ALERTS{{alertstate=\"firing\", "
+        target(f"sum({gpus}{{{fleet}}})", "reporting"),
+        target(f"sum({gpus}{{{fleet}}})\n  - (count(max by ({gpu_key}) (ALERTS{{alertstate=\"firing\", "
                f"failure_mode=~\"{health_ids}\", {fleet}}})) or vector(0))", "healthy", "B"),
         target(f'count(max by ({gpu_key}) (ALERTS{{alertstate="firing", action="drain", {fleet}}})) or vector(0)',
                "to drain", "C"),
@@ -75,8 +84,8 @@ def _utilisation(ctx: Context, reads: Reads) -> Panel:
         f"SM active close to GPU_UTIL; a wide gap is the utilisation myth ({reads.fm.id}).",
         "; ".join(reads.fm.runbook.act)),
         "percentunit",
-        [target(f"fleet:dcgm_sm_active:avg{{{fleet}}}", "{{cluster}} {{modelName}} SM active"),
-         target(f"fleet:dcgm_gpu_util:avg{{{fleet}}}", "{{cluster}} {{modelName}} GPU_UTIL", "B")],
+        [target(f"{ctx.named('fleet_sm_active')}{{{fleet}}}", "{{cluster}} {{modelName}} SM active"),
+         target(f"{ctx.named('fleet_gpu_util')}{{{fleet}}}", "{{cluster}} {{modelName}} GPU_UTIL", "B")],
         runbook_link(ctx, reads.fm), dashed_refs=("B",))
 
 
@@ -84,7 +93,7 @@ def _gpu_hours(ctx: Context, reads: Reads) -> Panel:
     idle_util = promql.format_number(reads.value("idle_util"))
 
     def util_hours(op: str) -> str:
-        return _over_range(f"{ctx.gpu_series('gpu:dcgm_gpu_util:ratio')} {op} bool {idle_util}")
+        return _over_range(f"{ctx.gpu_series(ctx.named('util_per_gpu'))} {op} bool {idle_util}")
 
     return stat("GPU-hours in range: busy vs idle", describe(
         f"GPU-hours over the dashboard's time range with GPU_UTIL above {idle_util} (busy) "
@@ -100,12 +109,12 @@ def _cost(ctx: Context, reads: Reads) -> Panel:
     idle_util = reads.value("idle_util")
 
     def gpus_with(matcher: str) -> str:
-        return f"count by ({by_model}) ({ctx.gpu_series('gpu:dcgm_reporting:timestamp', matcher)})"
+        return f"count by ({by_model}) ({ctx.gpu_series(ctx.named('reporting'), matcher)})"
 
     def idle_allocated(matcher: str) -> str:
-        util = ctx.gpu_series("gpu:dcgm_gpu_util:ratio", matcher)
+        util = ctx.gpu_series(ctx.named("util_per_gpu"), matcher)
         return (f"count by ({by_model}) ({util} <= {promql.format_number(idle_util)}\n"
-                f"  and on ({ctx.gpu_id}) gpu:dcgm_workload:info{{{s.pod_label}!=\"\"}})")
+                f"  and on ({ctx.gpu_id}) {ctx.named('workload')}{{{s.pod_label}!=\"\"}})")
 
     price_note = (f"Prices per GPU-hour from rulesgen.yaml dashboards.price_per_gpu_hour (default "
                   f"{promql.format_number(s.dashboards.price_default)}; models: "

@@ -31,7 +31,7 @@ def _of_selected_jobs(ctx, expr: str) -> str:
     s = ctx.settings
     job = promql.by((s.cluster_label, s.namespace_label, "workload"))
     pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
-    return f"{expr}\n  and on ({job}) gpu:training_job:info{{{pods}}}"
+    return f"{expr}\n  and on ({job}) {ctx.named('training_job')}{{{pods}}}"
 
 
 def _job_series(ctx, record: str, *extra: str) -> str:
@@ -83,8 +83,8 @@ def _loss_per_rank_panel(ctx, fm: FailureMode):
         "smoothed (dashed): the median of its ranks over 15 minutes, which the loss alerts read.",
         "falling fast during warm-up, then slowly; a checkpoint or evaluation pass holds it, a restart makes it "
         "jump back once.", "a flat line after a hardware alert: see Suspected ghost loss; a gap: Loss not finite."),
-        "short", [target(_rank_series(ctx, "rank:training_loss:finite"), rank),
-                  target(_job_series(ctx, "job:training_loss:median_15m"), f"{job} smoothed", "B")],
+        "short", [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
+                  target(_job_series(ctx, ctx.named("job_loss_smoothed")), f"{job} smoothed", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
 
 
@@ -95,8 +95,8 @@ def _step_per_rank_panel(ctx, fm: FailureMode):
         f"Each rank's step time ({step}, or the mean of its histogram over 5 minutes) and the job's median "
         "(dashed).", "every rank close to the median; evaluation passes and checkpoints move all ranks together.",
         "one rank or one node's ranks above the others: Step-time straggler."),
-        "s", [target(_rank_series(ctx, "rank:training_step:seconds"), rank),
-              target(_job_series(ctx, "job:training_step:median"), f"{job} median", "B")],
+        "s", [target(_rank_series(ctx, ctx.named("rank_step")), rank),
+              target(_job_series(ctx, ctx.named("job_step_median")), f"{job} median", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
 
 
@@ -130,8 +130,8 @@ def _ghost_loss_row(ctx, reads: Reads) -> list[Panel]:
         _main(ctx, reads.fm, "minutes from the hardware alert to the loss problem", (
             "For each GPU of a job whose loss diverges or stalls now: minutes from the first firing of a hardware "
             f"alert on it (within {promql.format_number(window)} h) to the first time the loss problem was seen "
-            "(gpu:ghost_loss:minutes, labels hardware_failure_mode and symptom)."),
-            "no series.", "m", [target(_gpu_series(ctx, "gpu:ghost_loss:minutes"),
+            f"({ctx.named('ghost_loss_minutes')}, labels hardware_failure_mode and symptom)."),
+            "no series.", "m", [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
                                        f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
         _hardware_alerts_panel(ctx, reads),
         _loss_per_rank_panel(ctx, reads.fm),
@@ -143,9 +143,9 @@ def _loss_divergence_row(ctx, reads: Reads) -> list[Panel]:
     ratio = reads.value("diverging_above")
     return [
         _main(ctx, reads.fm, "smoothed loss over its recent best", (
-            "The job's smoothed loss over its lowest value of the history window (job:training_loss_vs_best:ratio)."),
+            f"The job's smoothed loss over its lowest value of the history window ({ctx.named('job_loss_vs_best')})."),
             f"near 1 (100%); above {promql.format_number(ratio)} for 10 minutes the loss is diverging.",
-            "percentunit", [target(_job_series(ctx, "job:training_loss_vs_best:ratio"), job)],
+            "percentunit", [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
             threshold_steps(">", ratio, "warning")),
         _loss_per_rank_panel(ctx, reads.fm),
     ]
@@ -158,12 +158,12 @@ def _loss_plateau_row(ctx, reads: Reads) -> list[Panel]:
     return [
         _main(ctx, reads.fm, "improvement on the best before the window", (
             "How much lower the smoothed loss is than its best before the last window "
-            "(job:training_loss_improvement:recent), and the same one window earlier (dashed): a plateau is the "
+            f"({ctx.named('job_loss_improvement')}), and the same one window earlier (dashed): a plateau is the "
             "first falling to a fraction of the second."),
             f"above {promql.format_number(low)} while the run learns; near or below 0 when it stalls.",
             "percentunit",
-            [target(_job_series(ctx, "job:training_loss_improvement:recent"), job),
-             target(_of_selected_jobs(ctx, f"job:training_loss_improvement:recent{{{ctx.variables.matchers(('cluster', 'namespace'))}}}"
+            [target(_job_series(ctx, ctx.named("job_loss_improvement")), job),
+             target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace'))}}}"
                                            f" offset {earlier}"), f"{job} one window earlier", "B")],
             threshold_steps("<", low, "info"), ("B",)),
         _loss_per_rank_panel(ctx, reads.fm),
@@ -179,8 +179,8 @@ def _loss_not_finite_row(ctx, reads: Reads) -> list[Panel]:
             "or infinite loss leaves the first count while the ranks keep stepping (on VictoriaMetrics the NaN "
             "samples are dropped, the same picture)."),
             "the two counts equal (or the loss count 1 when only rank 0 logs the loss).", "short",
-            [target(f"count by ({by}) ({_rank_series(ctx, 'rank:training_loss:finite')})", f"{job} finite loss"),
-             target(f"count by ({by}) ({_rank_series(ctx, 'rank:training_step:seconds')})", f"{job} stepping",
+            [target(f"count by ({by}) ({_rank_series(ctx, ctx.named('rank_loss'))})", f"{job} finite loss"),
+             target(f"count by ({by}) ({_rank_series(ctx, ctx.named('rank_step'))})", f"{job} stepping",
                     "B")], dashed=("B",)),
         _loss_per_rank_panel(ctx, reads.fm),
     ]
@@ -191,16 +191,16 @@ def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
     ratio, cv = reads.value("straggler_above"), reads.value("spread_above")
     return [
         _main(ctx, reads.fm, "each rank's step time over its job's median", (
-            "A rank's step time over its job's median at the same time (rank:training_step_vs_job:ratio); the alert "
+            f"A rank's step time over its job's median at the same time ({ctx.named('rank_step_vs_job')}); the alert "
             "reads its median over 10 minutes."),
             f"every rank near 1 (100%); above {promql.format_number(ratio)} a rank holds its job back.",
-            "percentunit", [target(_rank_series(ctx, "rank:training_step_vs_job:ratio"), rank)],
+            "percentunit", [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
             threshold_steps(">", ratio, "warning")),
         time_series("StdDev / Mean of step time across ranks", describe(
-            "The spread of a job's step times across its ranks (job:training_step:cv); above the line the ranks "
+            f"The spread of a job's step times across its ranks ({ctx.named('job_step_cv')}); above the line the ranks "
             "more than half a standard deviation above the mean are named.",
             f"below {promql.format_number(cv)}.", *_fm_text(ctx, reads.fm)), "percentunit",
-            [target(_job_series(ctx, "job:training_step:cv"), job)], runbook_link(ctx, reads.fm),
+            [target(_job_series(ctx, ctx.named("job_step_cv")), job)], runbook_link(ctx, reads.fm),
             threshold_steps(">", cv, "warning")),
         _step_per_rank_panel(ctx, reads.fm),
     ]

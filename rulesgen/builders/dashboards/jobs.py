@@ -10,11 +10,6 @@ from .job_signals import header_panels
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
 from .prose import describe, one_line, record_title
 
-# Signals drawn per GPU of the selected pods, when the catalog has them.
-JOB_RECORDS = ("gpu:dcgm_sm_active:ratio", "gpu:dcgm_tensor_active:ratio", "gpu:dcgm_gpu_util:ratio",
-               "gpu:dcgm_sm_clock:max", "gpu:dcgm_gpu_temp:max", "gpu:dcgm_power_usage:max", "gpu:dcgm_fb_used:ratio")
-VS_JOB = "gpu:dcgm_sm_clock_vs_job:ratio"  # the rank-spread-by-clock panel is drawn when the catalog has it
-
 
 def job_panels(ctx: Context) -> list[Panel]:
     """The Job row, top to bottom; a hand-made panel the catalog does not declare (catalog/dashboards.yaml) is
@@ -32,32 +27,32 @@ def pods_gpus_table(ctx: Context, reads: Reads) -> Table:
                  description=describe("One line per GPU held by the selected pods: node, GPU, UUID, model, pod, job, "
                                       "and its GPU_UTIL now.", "every GPU of a training job busy.",
                                       "an idle line is a rank that waits or a GPU the job does not use."),
-                 targets=[target(ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_gpu_util:ratio")), "", instant=True, table=True)],
+                 targets=[target(ctx.of_selected_pods(ctx.gpu_series(ctx.named("util_per_gpu"))), "", instant=True, table=True)],
                  links=runbook_link(ctx, reads.fm), maxDataPoints=None)
 
 
 def rank_spread_panels(ctx: Context) -> list[Panel]:
     """How far the job's ranks are apart: a straggler holds back the whole job."""
-    clock = drawn(ctx, "jobs.rank_clock_spread", _rank_clock_spread) if ctx.signal(VS_JOB) else []
-    return [*clock, *drawn(ctx, "jobs.rank_sm_spread", _rank_sm_spread)]
+    return [*drawn(ctx, "jobs.rank_clock_spread", _rank_clock_spread), *drawn(ctx, "jobs.rank_sm_spread", _rank_sm_spread)]
 
 
 def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
     ratio = reads.value("straggler_below")
     pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    vs_job = ctx.named("sm_clock_vs_job")
     return time_series(
         "Spread across ranks: SM clock vs the job's median", describe(
-            one_line(ctx.signal(VS_JOB).description) + " Only while busy.",
+            one_line(ctx.signal(vs_job).description) + " Only while busy.",
             f"every rank near 1; below {promql.format_number(ratio)} is a straggler the whole job waits for.",
             "; ".join(reads.fm.runbook.act)),
-        "percentunit", [target(f"{VS_JOB}{{{pods}}}", pod_legend(ctx))],
+        "percentunit", [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
         runbook_link(ctx, reads.fm), threshold_steps("<", ratio, "warning"))
 
 
 def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
     s = ctx.settings
     job_by = promql.by((s.cluster_label, s.namespace_label, "workload"))
-    sm = ctx.of_selected_pods(ctx.gpu_series("gpu:dcgm_sm_active:ratio"))
+    sm = ctx.of_selected_pods(ctx.gpu_series(ctx.named("sm_active_per_gpu")))
     return time_series(
         "Spread across ranks: max - min SM active", describe(
             "The difference between the busiest and the idlest GPU of each job, by SM active.",
@@ -68,12 +63,10 @@ def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
 
 
 def per_gpu_panels(ctx: Context) -> list[Panel]:
-    """One panel per signal of JOB_RECORDS the catalog has, a series per GPU of the selected pods."""
+    """One panel per record of role job_gpu_panels (signals.yaml roles:), a series per GPU of the selected pods."""
     panels: list[Panel] = []
-    for record in JOB_RECORDS:
+    for record in ctx.catalog.named_all("job_gpu_panels"):
         signal = ctx.signal(record)
-        if signal is None:
-            continue
         panels.append(time_series(f"{record_title(record)} per GPU", describe(
             one_line(signal.description) + " One series per GPU of the selected pods.",
             "the job's GPUs close together.", "a GPU apart from the others is worth a look in GPU Health."),

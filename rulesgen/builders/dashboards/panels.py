@@ -97,9 +97,9 @@ def record_panel(ctx: Context, fm: FailureMode, record: str, legend: str) -> Tim
                        [target(expr, legend if same_level else "")], runbook_link(ctx, fm))
 
 
-def _plumbing(record: str) -> bool:
+def _plumbing(ctx: Context, record: str) -> bool:
     """Recording rules that carry labels or limits, not a signal worth a panel of its own."""
-    return record in ("gpu:dcgm_workload:info", conventions.MODEL_GPUS) or record.startswith(conventions.LIMIT_PREFIX)
+    return record in (ctx.named("workload"), conventions.MODEL_GPUS) or record.startswith(conventions.LIMIT_PREFIX)
 
 
 def alert_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
@@ -109,7 +109,7 @@ def alert_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
     legend = ctx.legend(fm.scope, reading.extra_labels)
     panels: list[Panel] = [comparison_panel(ctx, fm, c, legend) for c in reading.comparisons]
     shown = {n for c in reading.comparisons for side in (c.lhs, c.rhs) for n in promql_tree.recorded_names(side)}
-    panels += [record_panel(ctx, fm, r, legend) for r in reading.records if r not in shown and not _plumbing(r)]
+    panels += [record_panel(ctx, fm, r, legend) for r in reading.records if r not in shown and not _plumbing(ctx, r)]
     if panels:
         panels[0] = attr.evolve(panels[0], title=f"{fm.title}: {panels[0].title}")
     return panels
