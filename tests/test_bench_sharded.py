@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from sharded_plan import (alert_key, compare_alerts, extrapolate, hashmod, only_targets, shard_config,  # noqa: E402
                           shard_scrape_job,
                           share_of_interval, split_targets, worst_per_gpu)
-from sharded_report import Measured, ratios, report  # noqa: E402
+from sharded_report import Measured, excess_by_rule, ratios, report  # noqa: E402
 
 FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write.yaml"
 
@@ -144,3 +144,21 @@ def test_report_flags_what_misses_its_target():
     assert "| 12.00 (9600 series) | <= 10 | **no** |" in text
     assert "1 extra, 0 missing" in text and "Extra (shards + global only): Y{}" in text
     assert "target no group above 50%: **no**" in text  # global 0.3 s x 125 = 37.5 s of 60 s
+
+
+def test_excess_by_rule_is_a_shards_time_beyond_its_share_of_the_reference():
+    m = measured(0.5, 0.05, 800 * 8)
+    m.shard_gpus = [200, 600]
+    m.rule_times = {"prometheus-reference": {("g", "a"): 0.8, ("g", "b"): 0.2},
+                    "prometheus-shard-0": {("g", "a"): 0.3, ("g", "b"): 0.05, ("g", "shard:x:count"): 0.06},
+                    "prometheus-shard-1": {("g", "a"): 0.6, ("g", "b"): 0.15}}
+    rows = {(g, n): (total, per) for total, g, n, per in excess_by_rule(m)}
+    # shard-0 holds 1/4 of the GPUs: a's share of the reference is 0.2 s, it took 0.3 s -> 0.1 s of 60 s
+    assert rows[("g", "a")][1] == pytest.approx([0.1 / 60, 0.0])
+    assert rows[("g", "b")][1] == pytest.approx([0.0, 0.0])
+    assert rows[("g", "shard:x:count")][1] == pytest.approx([0.06 / 60, 0.0])  # the reference has none: all of it
+    assert excess_by_rule(m)[0][2] == "a"
+    m.cores = {"prometheus-reference": 0.4, "prometheus-shard-0": 0.1, "prometheus-shard-1": 0.3}
+    text = report(m)
+    assert "## Where a shard's extra cost goes" in text and "| g | a | +0.167% | +0.000% |" in text
+    assert "prometheus-shard-0: 0.100, 0.500" in text  # cores, per 1000 GPUs
