@@ -28,6 +28,12 @@ NODES_PER_JOB = 4
 BUSY_SHARE = 0.85  # of nodes, in a multi-node training job for the whole run
 
 
+# A healthy fleet: a GPU's own level lies within this many `spread`s of its peers' (a normal deviate,
+# clipped), so that no GPU of a large synthetic fleet sits at the fleet-peer baseline's 3.5 robust
+# z-scores by chance (at 800 GPUs the unclipped tail put a few temperatures there, flickering pending).
+SPREAD_CLIP = 2.5
+
+
 @dataclass(frozen=True)
 class Model:
     """Gauge: busy/idle mean, per-GPU spread and per-sample noise (sd), clipped to [lo, hi], rounded.
@@ -50,7 +56,7 @@ MODELS: dict[str, Model] = {
     "DCGM_FI_DEV_SM_CLOCK": Model(1980, 345, 0, 12, hi=1980),
     "DCGM_FI_DEV_MEM_CLOCK": Model(2619, 2619),
     "DCGM_FI_DEV_GPU_UTIL": Model(96, 0, 1.5, 2, hi=100),
-    "DCGM_FI_DEV_FB_USED": Model(72000, 0, 3000, 150, hi=FB_TOTAL_MIB),
+    "DCGM_FI_DEV_FB_USED": Model(72000, 0, 1500, 150, hi=FB_TOTAL_MIB),  # 91% +- 2%: under 97% (GPUFBMemoryPressure)
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": Model(0, 1),
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": Model(0.93, 0, 0.02, 0.02, hi=1, digits=4),
     "DCGM_FI_PROF_SM_ACTIVE": Model(0.86, 0, 0.03, 0.02, hi=1, digits=4),
@@ -138,7 +144,8 @@ def values(metric: str, fleet: Fleet, ts: np.ndarray, origin: float) -> np.ndarr
     if m.rate:
         chosen = fleet.busy if m.flaky == "busy" else per_gpu.random(fleet.gpus) < float(m.flaky)
         return np.floor(np.outer(chosen * m.rate, ts - origin))
-    base = np.where(fleet.busy, m.busy + m.spread * per_gpu.standard_normal(fleet.gpus), m.idle)
+    base = np.where(fleet.busy, m.busy + m.spread * np.clip(per_gpu.standard_normal(fleet.gpus), -SPREAD_CLIP,
+                                                             SPREAD_CLIP), m.idle)
     out = np.repeat(base[:, None], len(ts), axis=1)
     if m.noise:
         noise = np.random.default_rng(_seed(metric, int(ts[0]), len(ts))).standard_normal(out.shape)

@@ -162,3 +162,20 @@ def test_excess_by_rule_is_a_shards_time_beyond_its_share_of_the_reference():
     text = report(m)
     assert "## Where a shard's extra cost goes" in text and "| g | a | +0.167% | +0.000% |" in text
     assert "prometheus-shard-0: 0.100, 0.500" in text  # cores, per 1000 GPUs
+
+
+def test_the_synthetic_fleet_is_healthy_at_800_gpus():
+    """No busy GPU of the bench's fleet sits where a healthy fleet must not alert: its temperatures within
+    3 robust z-scores of its peers' median (the fleet-peer baseline alerts at 3.5), its framebuffer
+    under GPUFBMemoryPressure's 97%."""
+    import numpy as np
+    from fleet_data import FB_TOTAL_MIB, make_fleet, values
+    fleet = make_fleet(800)
+    ts = np.arange(0, 1800, 60.0)
+    for metric in ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP"):
+        v = np.median(values(metric, fleet, ts, 0.0)[fleet.busy], axis=1)  # a 30-minute median per GPU
+        med = np.median(v)
+        sigma = max(1.4826 * np.median(np.abs(v - med)), 2.0)
+        assert np.abs(v - med).max() / sigma < 3.0, metric
+    used = values("DCGM_FI_DEV_FB_USED", fleet, ts, 0.0)[fleet.busy]
+    assert used.max() / FB_TOTAL_MIB < 0.97
