@@ -74,6 +74,7 @@ MODELS: dict[str, Model] = {
 # Fields every dcgm-exporter 4.x default config exports beside those the rules read (see brief).
 EXTRA_FIELDS = ["DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
                 "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"]
+ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # a counter that follows the power model (values())
 ZERO = Model()  # ECC DBE, NVLink errors, XID, row remap, retired pages: all healthy
 
 
@@ -139,6 +140,9 @@ def values(metric: str, fleet: Fleet, ts: np.ndarray, origin: float) -> np.ndarr
     if metric == "DCGM_FI_DEV_FB_FREE":
         return np.where(fleet.busy[:, None], FB_TOTAL_MIB - values("DCGM_FI_DEV_FB_USED", fleet, ts, origin),
                         FB_TOTAL_MIB)
+    if metric == ENERGY:  # mJ since boot at the GPU's mean power: a frozen counter is telemetry_frozen
+        power = MODELS["DCGM_FI_DEV_POWER_USAGE"]
+        return np.floor(np.outer(np.where(fleet.busy, power.busy, power.idle) * 1000.0, ts - origin))
     m = MODELS.get(metric, ZERO)
     per_gpu = np.random.default_rng(_seed(metric))
     if m.rate:

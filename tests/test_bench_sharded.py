@@ -179,3 +179,7 @@ def test_the_synthetic_fleet_is_healthy_at_800_gpus():
         assert np.abs(v - med).max() / sigma < 3.0, metric
     used = values("DCGM_FI_DEV_FB_USED", fleet, ts, 0.0)[fleet.busy]
     assert used.max() / FB_TOTAL_MIB < 0.97
+    # energy (mJ) rises on every GPU at its power, or GPUTelemetryFrozen holds every GPU frozen
+    energy = values("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", fleet, np.array([6e5, 6e5 + 600]), 0.0)
+    watts = (energy[:, 1] - energy[:, 0]) / 600 / 1000
+    assert watts.min() > 50 and watts[fleet.busy].min() > 600
