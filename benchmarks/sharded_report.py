@@ -165,6 +165,9 @@ def report(m: Measured) -> str:
              + (" Shard 0 also ran as vmalert over a victoria-metrics of its own (scraping shard 0's targets, listed; "
                 "same history)"
                 ", for the shard groups' cost on vmalert." if m.vm_shard else ""),
+             "- Each shard loads its own copy of the shard files: Prometheus places a group's evaluations at an "
+             "offset hashed from its name and file path, so shards loading the same paths evaluate every group at "
+             "the same instant and, here on shared cores (separate hosts in a deployment), wait for each other.",
              "- All servers ran at once on the same 2 cores; groups with an interval above 60 s ran from copies at "
              "60 s (cost per evaluation does not depend on the interval); shares use the real intervals. "
              "Prometheus: mean `prometheus_rule_group_last_duration_seconds` over distinct evaluations; vmalert: "
