@@ -29,8 +29,9 @@ BUSY_SHARE = 0.85  # of nodes, in a multi-node training job for the whole run
 
 
 # A healthy fleet: a GPU's own level lies within this many `spread`s of its peers' (a normal deviate,
-# clipped), so that no GPU of a large synthetic fleet sits at the fleet-peer baseline's 3.5 robust
-# z-scores by chance (at 800 GPUs the unclipped tail put a few temperatures there, flickering pending).
+# clipped), so that no GPU of a large synthetic fleet sits at a peer baseline's threshold by chance (at
+# 800 GPUs, a 3 C spread put temperatures 5-9 C above their node's or fleet's median: GPUBaselineDeviation
+# pending on a healthy fleet).
 SPREAD_CLIP = 2.5
 
 
@@ -50,8 +51,9 @@ class Model:
 
 
 MODELS: dict[str, Model] = {
-    "DCGM_FI_DEV_GPU_TEMP": Model(66, 33, 3, 1.2, hi=90),
-    "DCGM_FI_DEV_MEMORY_TEMP": Model(74, 38, 3, 1.2, hi=95),
+    # temperatures within 2.5 C of a GPU's fleet and node peers (the baselines' peer branches alert at 5 C)
+    "DCGM_FI_DEV_GPU_TEMP": Model(66, 33, 1, 1.2, hi=90),
+    "DCGM_FI_DEV_MEMORY_TEMP": Model(74, 38, 1, 1.2, hi=95),
     "DCGM_FI_DEV_POWER_USAGE": Model(650, 72, 20, 15, hi=700, digits=3),
     "DCGM_FI_DEV_SM_CLOCK": Model(1980, 345, 0, 12, hi=1980),
     "DCGM_FI_DEV_MEM_CLOCK": Model(2619, 2619),
