@@ -28,6 +28,13 @@ NODES_PER_JOB = 4
 BUSY_SHARE = 0.85  # of nodes, in a multi-node training job for the whole run
 
 
+# A healthy fleet: a GPU's own level lies within this many `spread`s of its peers' (a normal deviate,
+# clipped), so that no GPU of a large synthetic fleet sits at a peer baseline's threshold by chance (at
+# 800 GPUs, a 3 C spread put temperatures 5-9 C above their node's or fleet's median: GPUBaselineDeviation
+# pending on a healthy fleet).
+SPREAD_CLIP = 2.5
+
+
 @dataclass(frozen=True)
 class Model:
     """Gauge: busy/idle mean, per-GPU spread and per-sample noise (sd), clipped to [lo, hi], rounded.
@@ -44,13 +51,14 @@ class Model:
 
 
 MODELS: dict[str, Model] = {
-    "DCGM_FI_DEV_GPU_TEMP": Model(66, 33, 3, 1.2, hi=90),
-    "DCGM_FI_DEV_MEMORY_TEMP": Model(74, 38, 3, 1.2, hi=95),
+    # temperatures within 2.5 C of a GPU's fleet and node peers (the baselines' peer branches alert at 5 C)
+    "DCGM_FI_DEV_GPU_TEMP": Model(66, 33, 1, 1.2, hi=90),
+    "DCGM_FI_DEV_MEMORY_TEMP": Model(74, 38, 1, 1.2, hi=95),
     "DCGM_FI_DEV_POWER_USAGE": Model(650, 72, 20, 15, hi=700, digits=3),
     "DCGM_FI_DEV_SM_CLOCK": Model(1980, 345, 0, 12, hi=1980),
     "DCGM_FI_DEV_MEM_CLOCK": Model(2619, 2619),
     "DCGM_FI_DEV_GPU_UTIL": Model(96, 0, 1.5, 2, hi=100),
-    "DCGM_FI_DEV_FB_USED": Model(72000, 0, 3000, 150, hi=FB_TOTAL_MIB),
+    "DCGM_FI_DEV_FB_USED": Model(72000, 0, 1500, 150, hi=FB_TOTAL_MIB),  # 91% +- 2%: under 97% (GPUFBMemoryPressure)
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": Model(0, 1),
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": Model(0.93, 0, 0.02, 0.02, hi=1, digits=4),
     "DCGM_FI_PROF_SM_ACTIVE": Model(0.86, 0, 0.03, 0.02, hi=1, digits=4),
@@ -68,6 +76,7 @@ MODELS: dict[str, Model] = {
 # Fields every dcgm-exporter 4.x default config exports beside those the rules read (see brief).
 EXTRA_FIELDS = ["DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
                 "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"]
+ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"  # a counter that follows the power model (values())
 ZERO = Model()  # ECC DBE, NVLink errors, XID, row remap, retired pages: all healthy
 
 
@@ -133,12 +142,16 @@ def values(metric: str, fleet: Fleet, ts: np.ndarray, origin: float) -> np.ndarr
     if metric == "DCGM_FI_DEV_FB_FREE":
         return np.where(fleet.busy[:, None], FB_TOTAL_MIB - values("DCGM_FI_DEV_FB_USED", fleet, ts, origin),
                         FB_TOTAL_MIB)
+    if metric == ENERGY:  # mJ since boot at the GPU's mean power: a frozen counter is telemetry_frozen
+        power = MODELS["DCGM_FI_DEV_POWER_USAGE"]
+        return np.floor(np.outer(np.where(fleet.busy, power.busy, power.idle) * 1000.0, ts - origin))
     m = MODELS.get(metric, ZERO)
     per_gpu = np.random.default_rng(_seed(metric))
     if m.rate:
         chosen = fleet.busy if m.flaky == "busy" else per_gpu.random(fleet.gpus) < float(m.flaky)
         return np.floor(np.outer(chosen * m.rate, ts - origin))
-    base = np.where(fleet.busy, m.busy + m.spread * per_gpu.standard_normal(fleet.gpus), m.idle)
+    base = np.where(fleet.busy, m.busy + m.spread * np.clip(per_gpu.standard_normal(fleet.gpus), -SPREAD_CLIP,
+                                                             SPREAD_CLIP), m.idle)
     out = np.repeat(base[:, None], len(ts), axis=1)
     if m.noise:
         noise = np.random.default_rng(_seed(metric, int(ts[0]), len(ts))).standard_normal(out.shape)

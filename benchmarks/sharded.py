@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from fleet_data import GPUS_PER_NODE, Exporter, exposition, exporter_fields, make_fleet, node_instance, write_openmetrics  # noqa: E402
-from fleet_measure import wait_iterations  # noqa: E402
+from fleet_measure import RuleTimes, cpu_seconds, wait_iterations  # noqa: E402
 from fleet_plan import GLOBAL_INTERVAL, MEASURE_INTERVAL, TOOLS, RuleSet, engine_versions, self_reported  # noqa: E402
 from fleet_prom import measure_prometheus, prom_failures, prom_iterations, promtool_ingest  # noqa: E402
 from fleet_servers import Server, log, metric_value, vm_hwm  # noqa: E402
@@ -132,12 +132,12 @@ def shortened(files: list[Path], dest: Path) -> list[Path]:
     return out
 
 
-def start_prometheus(name: str, work: Path, config: dict) -> Server:
+def start_prometheus(name: str, work: Path, config: dict, flags: list[str]) -> Server:
     path = work / f"{name}.yml"
     path.write_text(yaml.safe_dump(config, sort_keys=False, width=1 << 20))
     port = free_port()
     return Server(name, [str(TOOLS / "prometheus"), f"--config.file={path}", f"--storage.tsdb.path={work / name}",
-                         f"--web.listen-address=127.0.0.1:{port}"], port, work, "/-/ready")
+                         f"--web.listen-address=127.0.0.1:{port}", *flags], port, work, "/-/ready")
 
 
 def start_vm(name: str, work: Path, scrape: dict | None) -> Server:
@@ -211,6 +211,38 @@ def check_split(proms: list[Server], addresses: list[str], split: list[list[int]
                                                     for i, s in enumerate(split)))
 
 
+def scrape_offsets(prom: Server, step: int, since: float) -> tuple[int, int, float]:
+    """(scrape intervals, those longer than `step`, the largest excess in s) of every target's `up`
+    since `since` (the live phase): Prometheus writes a scrape's samples at its start time, put on the
+    target's schedule only when within --scrape.timestamp-tolerance (2 ms by default), so a scrape that
+    starts late shows here (timestamps are in ms)."""
+    minutes = max(1, math.ceil((time.time() - since) / 60))
+    n = late = 0
+    worst = 0.0
+    for r in prom.query(f"up[{minutes}m]"):
+        ts = [float(v[0]) for v in r["values"] if float(v[0]) >= since]
+        for a, b in zip(ts, ts[1:]):
+            n += 1
+            if b - a - step > 0.0005:
+                late += 1
+                worst = max(worst, b - a - step)
+    return n, late, worst
+
+
+def cores_used(start: tuple[float, float], end: tuple[float, float]) -> float:
+    """CPU seconds per wall second of a server between two cpu_seconds() readings: everything it did
+    (scrapes, rules, TSDB, remote write)."""
+    return (end[1] - start[1]) / (end[0] - start[0]) if end[0] > start[0] else math.nan
+
+
+def rule_means(times: RuleTimes) -> dict[tuple[str, str], float]:
+    """Mean evaluationTime per (group, rule name), summed over rules of one name in a group."""
+    out: dict[tuple[str, str], float] = {}
+    for mean, group, name, _ in times.top(n=10**6):
+        out[(group, name)] = out.get((group, name), 0.0) + mean
+    return out
+
+
 def by_name(alerts: list[dict]) -> dict[str, int]:
     """Firing alerts per alert name."""
     out: dict[str, int] = {}
@@ -238,6 +270,8 @@ def parse_args(argv=None):
     p.add_argument("--fault-gpu", type=int, default=3, help="GPU index that reports a DBE live (-1: none)")
     p.add_argument("--vmalert-shard", action=argparse.BooleanOptionalAction, default=True,
                    help="also run shard 0 as vmalert over a victoria-metrics of its own")
+    p.add_argument("--prometheus-flag", action="append", default=[], help="an extra flag for every Prometheus "
+                   "(repeatable), e.g. --prometheus-flag=--no-scrape.adjust-timestamps")
     p.add_argument("--tmp", default=None)
     p.add_argument("--out", default=None, help="report path (default benchmarks/results/sharded-<N>.md)")
     return p.parse_args(argv)
@@ -294,18 +328,21 @@ def main(argv=None) -> None:
         ref = start_prometheus("prometheus-reference", work, {
             "global": {"scrape_interval": f"{args.step}s", "evaluation_interval": f"{GLOBAL_INTERVAL}s"},
             "rule_files": [str(f) for f in shortened(files["single"], work / "rules-single")],
-            "scrape_configs": [scrape]})
-        shard_rules = [str(f) for f in shortened(files["shard"], work / "rules-shard")]
+            "scrape_configs": [scrape]}, args.prometheus_flag)
+        # a copy per shard: Prometheus places a group's evaluations at an offset hashed from its name and
+        # file path, so shards loading the same paths would evaluate each group at the same instant and
+        # wait for each other's on these shared cores (separate hosts in a real deployment)
+        shard_rules = [[str(f) for f in shortened(files["shard"], work / f"rules-shard-{i}")] for i in range(shards)]
         proms = [start_prometheus(f"prometheus-shard-{i}", work, shard_config(
-            fragment, i, vm.url + "/api/v1/write", shard_rules, scrape, shards, f"{GLOBAL_INTERVAL}s"))
+            fragment, i, vm.url + "/api/v1/write", shard_rules[i], scrape, shards, f"{GLOBAL_INTERVAL}s"), args.prometheus_flag)
             for i in range(shards)]
         glob = start_vmalert("vmalert-global", work, vm, shortened(files["global"], work / "rules-global"), sink)
         if vm_shard:
-            vmalert_shard = start_vmalert("vmalert-shard-0", work, vm_shard, [Path(f) for f in shard_rules], sink)
+            vmalert_shard = start_vmalert("vmalert-shard-0", work, vm_shard, [Path(f) for f in shard_rules[0]], sink)
         exporter.fault_since = time.time()
         for s in [ref, *proms, glob] + ([vmalert_shard] if vmalert_shard else []):
             s.wait_ready()
-        live_since = time.monotonic()
+        live_since, live_wall = time.monotonic(), time.time()
         wait_iterations(ref, list(rules["single"].intervals), 3, prom_iterations, timeout=1800)
         for p in proms:
             wait_iterations(p, list(rules["shard"].intervals), 3, prom_iterations, timeout=1800)
@@ -314,15 +351,21 @@ def main(argv=None) -> None:
         time.sleep(max(0.0, args.warm_minutes * 60 - (time.monotonic() - live_since)))
         m.phases["live before the measurement"] = time.monotonic() - live_since
         t = time.monotonic()
+        rule_times = {s.name: RuleTimes() for s in [ref, *proms]}
+        cpu = {s.name: cpu_seconds(s) for s in [ref, *proms]}
         with ThreadPoolExecutor(5) as pool:
-            jobs = [pool.submit(measure_prometheus, ref, list(rules["single"].intervals), args.evaluations)]
-            jobs += [pool.submit(measure_prometheus, p, list(rules["shard"].intervals), args.evaluations) for p in proms]
+            jobs = [pool.submit(measure_prometheus, ref, list(rules["single"].intervals), args.evaluations,
+                                rule_times[ref.name])]
+            jobs += [pool.submit(measure_prometheus, p, list(rules["shard"].intervals), args.evaluations,
+                                 rule_times[p.name]) for p in proms]
             jobs.append(pool.submit(measure_vmalert, glob, list(rules["global"].intervals), args.evaluations))
             if vmalert_shard:
                 jobs.append(pool.submit(measure_vmalert, vmalert_shard, list(rules["shard"].intervals),
                                         args.evaluations))
             results = [j.result() for j in jobs]
         m.phases["measurement (all servers at once)"] = time.monotonic() - t
+        m.cores = {name: cores_used(cpu[name], cpu_seconds(s)) for name, s in zip(cpu, [ref, *proms])}
+        m.rule_times = {name: rule_means(rt) for name, rt in rule_times.items()}
         m.reference, m.shards, m.global_ = results[0], results[1:1 + shards], results[1 + shards]
         m.vm_shard = results[2 + shards] if vmalert_shard else None
         m.failures = {s.name: {g: v for g, v in prom_failures(s.metrics()).items() if v} for s in [ref, *proms]}
@@ -334,6 +377,7 @@ def main(argv=None) -> None:
         for p in [ref, *proms]:
             m.scrapes[p.name] = (p.scalar("sum(count_over_time(up[1h])) - sum(sum_over_time(up[1h]))"),
                                  p.scalar("max(max_over_time(scrape_duration_seconds[1h]))"))
+            m.scrape_offsets[p.name] = scrape_offsets(p, args.step, live_wall)
         for attempt in range(1, 4):
             tiers = [alerts_of(ref)] + [alerts_of(p) for p in proms] + [alerts_of(glob)]
             extra, missing = compare_alerts(tiers[0], tiers[1:])

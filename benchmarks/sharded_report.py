@@ -43,6 +43,9 @@ class Measured:
     failures: dict[str, dict[str, float]] = field(default_factory=dict)
     alerts_by_name: dict[str, dict[str, int]] = field(default_factory=dict)  # server -> alertname -> firing
     scrapes: dict[str, tuple[float, float]] = field(default_factory=dict)  # failed scrapes, longest scrape (s)
+    scrape_offsets: dict[str, tuple[int, int, float]] = field(default_factory=dict)  # intervals, late, worst s
+    cores: dict[str, float] = field(default_factory=dict)  # Prometheus server -> CPU s per s in the measurement
+    rule_times: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)  # server -> (group, rule) -> s
     phases: dict[str, float] = field(default_factory=dict)
 
 
@@ -87,6 +90,54 @@ def projections(m: Measured) -> tuple[int, list, list, list]:
     return per_shard, prom, vm, glob
 
 
+def excess_by_rule(m: Measured) -> list[tuple[float, str, str, list[float]]]:
+    """Per rule (group, name): what each shard spends on it beyond the reference's time per GPU times the
+    shard's GPUs, as a share of the rule's interval (a share of one core); rules the reference does not
+    run (the shard records) count whole, rules only the reference runs (moved to the global tier) count
+    as a saving. (sum over the shards, group, rule, per shard) largest first."""
+    ref = m.rule_times.get("prometheus-reference", {})
+    out: dict[tuple[str, str], list[float]] = {}
+    for i, gpus in enumerate(m.shard_gpus):
+        mine = m.rule_times.get(f"prometheus-shard-{i}", {})
+        for g, name in {**ref, **mine}:
+            interval = m.intervals["shard"].get(g) or m.intervals["single"].get(g) or 60
+            base = ref.get((g, name), 0.0) * gpus / m.gpus
+            out.setdefault((g, name), [0.0] * len(m.shard_gpus))[i] = (mine.get((g, name), 0.0) - base) / interval
+    return sorted(((sum(v), g, n, v) for (g, n), v in out.items()), reverse=True)
+
+
+def shard_overhead(m: Measured) -> list[str]:
+    """Where a shard's rule time beyond its share of the reference's goes: per rule, and CPU per server."""
+    if not m.rule_times:
+        return []
+    r = ratios(m)
+    lines = ["", "## Where a shard's extra cost goes", ""]
+    if m.cores:
+        lines += ["CPU of each Prometheus during the measurement (everything: scrapes, rules, TSDB, remote write), "
+                  "cores and per 1000 GPUs: " + "; ".join(
+                      f"{k}: {c:.3f}, {c / g * 1000:.3f}" for k, c, g in
+                      ((k, c, m.gpus if k == "prometheus-reference" else m.shard_gpus[int(k.rsplit('-', 1)[1])])
+                       for k, c in m.cores.items())) + ".", ""]
+    rows = excess_by_rule(m)
+    shares = [r[f"shard-{i}"] - r["reference"] * g / m.gpus for i, g in enumerate(m.shard_gpus)]
+    lines += ["Per rule (per-rule `evaluationTime` of /api/v1/rules, mean over the measurement): a shard's time "
+              "minus the reference's time x the shard's share of the GPUs, as a share of the rule's interval; "
+              "the shard's whole excess over its share of the reference (group times) is "
+              + " and ".join(f"{x:+.3%}" for x in shares) + " of a core. Largest ten:", "",
+              "| group | rule | " + " | ".join(f"shard-{i}" for i in range(len(m.shard_gpus))) + " |",
+              "|---|---|" + "---|" * len(m.shard_gpus)]
+    lines += [f"| {g} | {n} | " + " | ".join(f"{x:+.3%}" for x in v) + " |" for _, g, n, v in rows[:10]]
+    ref = m.rule_times.get("prometheus-reference", {})
+    n = range(len(m.shard_gpus))
+    lines += ["", "Sum over every rule: " + " and ".join(f"{sum(v[i] for *_, v in rows):+.3%}" for i in n)
+              + "; of that, rules the reference does not run (shard records): " + " and ".join(
+                  f"{sum(v[i] for _, g, r, v in rows if (g, r) not in ref):+.3%}" for i in n)
+              + "; rules moved to the global tier (a saving): " + " and ".join(
+                  f"{sum(v[i] for _, g, r, v in rows if (g, r) in ref and (g, r) not in m.rule_times.get(f'prometheus-shard-{i}', {})):+.3%}"
+                  for i in n) + "."]
+    return lines
+
+
 def report(m: Measured) -> str:
     r = ratios(m)
     ref_firing, extra, missing, attempt = m.alerts
@@ -114,6 +165,9 @@ def report(m: Measured) -> str:
              + (" Shard 0 also ran as vmalert over a victoria-metrics of its own (scraping shard 0's targets, listed; "
                 "same history)"
                 ", for the shard groups' cost on vmalert." if m.vm_shard else ""),
+             "- Each shard loads its own copy of the shard files: Prometheus places a group's evaluations at an "
+             "offset hashed from its name and file path, so shards loading the same paths evaluate every group at "
+             "the same instant and, here on shared cores (separate hosts in a deployment), wait for each other.",
              "- All servers ran at once on the same 2 cores; groups with an interval above 60 s ran from copies at "
              "60 s (cost per evaluation does not depend on the interval); shares use the real intervals. "
              "Prometheus: mean `prometheus_rule_group_last_duration_seconds` over distinct evaluations; vmalert: "
@@ -151,6 +205,13 @@ def report(m: Measured) -> str:
     if m.scrapes:
         lines += ["Scrapes in the last hour (live part): " + "; ".join(
             f"{k}: {failed:.0f} failed, longest {longest:.2f} s" for k, (failed, longest) in m.scrapes.items()), ""]
+    if m.scrape_offsets:
+        lines += ["Scrape timestamps in the live phase (intervals between a target's consecutive `up` samples longer "
+                  "than the scrape interval; the largest excess): " + "; ".join(
+                      f"{k}: {late} of {n}, {worst * 1000:.0f} ms" for k, (n, late, worst) in m.scrape_offsets.items())
+                  + ". GPULost's exporter branch compares a node's newest GPU sample, as gpu:dcgm_reporting:timestamp "
+                  "recorded it at its group's last evaluation, with the node's newest `up` at the alert's evaluation, "
+                  "with 60 s to spare: a scrape between the two evaluations that starts even 1 ms late crosses it.", ""]
     lines += ["## Rule groups (mean wall time per evaluation, ms (n))", "",
               "| group | interval | reference | " + " | ".join(f"shard-{i}" for i in range(len(m.shards)))
               + " | global (vmalert) |" + (" shard-0 on vmalert |" if m.vm_shard else ""),
@@ -161,6 +222,7 @@ def report(m: Measured) -> str:
         cells = [m.reference.get(g), *[s.get(g) for s in m.shards], m.global_.get(g)]
         cells += [m.vm_shard.get(g)] if m.vm_shard else []
         lines.append(f"| {g} | {iv}s | " + " | ".join(f"{fmt_ms(c[0])} ({c[1]})" if c else "-" for c in cells) + " |")
+    lines += shard_overhead(m)
     lines += ["", f"## Extrapolation: {m.target_gpus:,} GPUs on {m.target_shards} shards of {per_shard:,}", "",
               f"Assumption: a group's time is linear in the series it reads, so in GPUs: per shard, time at {per_shard:,} "
               f"GPUs = measured time / the shard's GPUs x {per_shard:,} (of the two shards, the larger time per GPU); "

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from sharded_plan import (alert_key, compare_alerts, extrapolate, hashmod, only_targets, shard_config,  # noqa: E402
                           shard_scrape_job,
                           share_of_interval, split_targets, worst_per_gpu)
-from sharded_report import Measured, ratios, report  # noqa: E402
+from sharded_report import Measured, excess_by_rule, ratios, report  # noqa: E402
 
 FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write.yaml"
 
@@ -144,3 +144,45 @@ def test_report_flags_what_misses_its_target():
     assert "| 12.00 (9600 series) | <= 10 | **no** |" in text
     assert "1 extra, 0 missing" in text and "Extra (shards + global only): Y{}" in text
     assert "target no group above 50%: **no**" in text  # global 0.3 s x 125 = 37.5 s of 60 s
+
+
+def test_excess_by_rule_is_a_shards_time_beyond_its_share_of_the_reference():
+    m = measured(0.5, 0.05, 800 * 8)
+    m.shard_gpus = [200, 600]
+    m.rule_times = {"prometheus-reference": {("g", "a"): 0.8, ("g", "b"): 0.2},
+                    "prometheus-shard-0": {("g", "a"): 0.3, ("g", "b"): 0.05, ("g", "shard:x:count"): 0.06},
+                    "prometheus-shard-1": {("g", "a"): 0.6, ("g", "b"): 0.15}}
+    rows = {(g, n): (total, per) for total, g, n, per in excess_by_rule(m)}
+    # shard-0 holds 1/4 of the GPUs: a's share of the reference is 0.2 s, it took 0.3 s -> 0.1 s of 60 s
+    assert rows[("g", "a")][1] == pytest.approx([0.1 / 60, 0.0])
+    assert rows[("g", "b")][1] == pytest.approx([0.0, 0.0])
+    assert rows[("g", "shard:x:count")][1] == pytest.approx([0.06 / 60, 0.0])  # the reference has none: all of it
+    assert excess_by_rule(m)[0][2] == "a"
+    m.cores = {"prometheus-reference": 0.4, "prometheus-shard-0": 0.1, "prometheus-shard-1": 0.3}
+    text = report(m)
+    assert "## Where a shard's extra cost goes" in text and "| g | a | +0.167% | +0.000% |" in text
+    assert "prometheus-shard-0: 0.100, 0.500" in text  # cores, per 1000 GPUs
+
+
+def test_the_synthetic_fleet_is_healthy_at_800_gpus():
+    """No busy GPU of the bench's fleet sits where a healthy fleet must not alert: its temperatures less
+    than 4 C and 2.5 robust z-scores above its fleet's and its node's peers' median (the peer branches of
+    GPUBaselineDeviation alert above 5 C and 3.5), its framebuffer under GPUFBMemoryPressure's 97%."""
+    import numpy as np
+    from fleet_data import FB_TOTAL_MIB, make_fleet, values
+    fleet = make_fleet(800)
+    ts = np.arange(0, 1800, 60.0)
+    for metric in ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP"):
+        v = np.median(values(metric, fleet, ts, 0.0), axis=1)  # a 30-minute median per GPU
+        groups = [np.flatnonzero(fleet.busy)]  # the fleet's busy GPUs, and each node's
+        groups += [g for n in range(fleet.nodes) if len(g := [i for i in range(n * 8, n * 8 + 8) if fleet.busy[i]]) > 1]
+        for g in groups:
+            med = np.median(v[g])
+            sigma = max(1.4826 * np.median(np.abs(v[g] - med)), 2.0)
+            assert (v[g] - med).max() < 4.0 and (v[g] - med).max() / sigma < 2.5, (metric, g)
+    used = values("DCGM_FI_DEV_FB_USED", fleet, ts, 0.0)[fleet.busy]
+    assert used.max() / FB_TOTAL_MIB < 0.97
+    # energy (mJ) rises on every GPU at its power, or GPUTelemetryFrozen holds every GPU frozen
+    energy = values("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", fleet, np.array([6e5, 6e5 + 600]), 0.0)
+    watts = (energy[:, 1] - energy[:, 0]) / 600 / 1000
+    assert watts.min() > 50 and watts[fleet.busy].min() > 600

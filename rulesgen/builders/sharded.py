@@ -47,6 +47,10 @@ class ShardedRules:
     forwarded: tuple[str, ...]  # names (or __name__ regexes) the global tier reads from the shards
     shard_label: str
     tiers: dict = field(default_factory=dict, compare=False)  # rule name -> tiers.Tier
+    # The ALERTS the global tier reads, when every ALERTS selector of a global rule names its alerts by
+    # `alertname` or `failure_mode` (`="a"` or `=~"a|b"`): ((label, values), ...) with label alertname
+    # or failure_mode; None: it reads ALERTS of any alert, or none.
+    alerts_read: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 
 
 def shard_record_name(owner: str, op: str) -> str:
@@ -91,6 +95,7 @@ class _Builder:
         self.tier = {id(r): self.c.tiers[i] for i, r in enumerate(self.flat)}
         self.index = {id(r): i for i, r in enumerate(self.flat)}
         self.forwarded: dict[str, None] = {}
+        self.alerts_read: dict[str, dict[str, None]] | None = {}  # label -> values of the ALERTS read (None: any)
         self.extra: dict[tuple[str, str], list[Rule]] = {}  # (file, group) -> shard records appended to it
         self.combined: dict[str, list[Rule]] = {}  # partial record -> its global combination (replaces it)
         self.numbers: dict[str, int] = {}  # global rule -> shard records named after it so far
@@ -154,6 +159,8 @@ class _Builder:
 
     def _forward(self, vs) -> None:
         s = selector_from(vs)
+        if "ALERTS" in s.names:
+            self._alerts_read(s)
         if s.names:
             self.forwarded.update(dict.fromkeys(s.names))
             return
@@ -161,6 +168,19 @@ class _Builder:
         if not regex:
             raise ShardingError(f"a global rule reads series by labels only: {promql_print.selector_text(s)}")
         self.forwarded[regex[0]] = None
+
+    def _alerts_read(self, s) -> None:
+        """Note which alerts an ALERTS selector of a global rule reads: those its `alertname` or, failing
+        that, its `failure_mode` names as a plain `=` or `=~` alternation; any alert, if neither."""
+        if self.alerts_read is None:
+            return
+        for label in ("alertname", "failure_mode"):
+            values = [v for name, op, v in s.matchers if name == label and op in ("=", "=~")]
+            parts = values[0].split("|") if len(values) == 1 else []
+            if parts and all(p and all(ch.isalnum() or ch == "_" for ch in p) for p in parts):
+                self.alerts_read.setdefault(label, {}).update(dict.fromkeys(parts))
+                return
+        self.alerts_read = None
 
     def _wrap(self, text: str) -> str:
         return f"max without ({self.shard_label}) ({text})"
@@ -269,6 +289,8 @@ class _Builder:
             forwarded=tuple(sorted(self.forwarded)),
             shard_label=self.shard_label,
             tiers={(r.record or r.alert): self.tier[id(r)] for r in self.flat},
+            alerts_read=(tuple((k, tuple(sorted(v))) for k, v in sorted(self.alerts_read.items()))
+                         if self.alerts_read and "ALERTS" in self.forwarded else None),
         )
 
     def _partials_read_by_global(self) -> set[str]:
