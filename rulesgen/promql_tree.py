@@ -251,6 +251,19 @@ def unwrap(e: Expr) -> Expr:
     return e
 
 
+def timestamp_valued(expr: Expr | str) -> bool:
+    """expr's value is a sample timestamp: timestamp(...) under max/min, label_replace and set operators."""
+    e = unwrap(as_tree(expr))
+    if isinstance(e, pp.Call):
+        name = e.func.name
+        return name == "timestamp" or (name in ("label_replace", "label_join") and timestamp_valued(e.args[0]))
+    if isinstance(e, pp.AggregateExpr):
+        return str(e.op) in ("max", "min") and timestamp_valued(e.expr)
+    if isinstance(e, pp.BinaryExpr) and str(e.op) in ("or", "and", "unless"):
+        return timestamp_valued(e.lhs) and (str(e.op) != "or" or timestamp_valued(e.rhs))
+    return False
+
+
 @dataclass(frozen=True)
 class Wrapped:
     """A series read alone (`name{...}`) or as the last argument of one function

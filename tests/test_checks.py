@@ -54,6 +54,14 @@ SHARD = "# Tier shard (alerts/sharded/shard/): local and partial rules only\n" +
     expr: {expr}
 """, name="rulesgen-shard")
 
+SKEW = one_group("""\
+  - record: node:seen:timestamp
+    expr: max by (Hostname) (label_replace(timestamp(DCGM_FI_DEV_GPU_TEMP), "Hostname", "$1", "hostname", "(.+)"))
+  - alert: NodeSilent
+    expr: max by (Hostname) ({now}) > on (Hostname) {seen} + 60
+    for: 1m
+""")
+
 # code -> (planted file, lint_files keyword arguments, (line, col) of the one finding, clean twin)
 TABLE = {
     "yaml-syntax": ("groups: [\n- name: x\n", {}, (2, 1), "groups: []\n"),
@@ -96,6 +104,8 @@ TABLE = {
                             one_group("  - record: r:alerts:count\n    expr: count(ALERTS)\n")),
     "engine-field": (one_group(records(1), fields="  query_offset: 1m\n"), {}, (3, 3),
                      one_group(records(1), fields="  interval: 1m\n")),
+    "timestamp-skew": (SKEW.format(now="timestamp(up)", seen="node:seen:timestamp"), {}, (7, 5),
+                       SKEW.format(now="timestamp(up)", seen="max by (Hostname) (timestamp(DCGM_FI_DEV_GPU_TEMP))")),
     "tier-local": (SHARD.format(expr="quantile(0.9, DCGM_FI_DEV_GPU_TEMP)"), {}, (8, 5),
                    SHARD.format(expr="max(node:dcgm_gpu_temp:max)")),
 }

@@ -76,6 +76,12 @@ class Files:
         return slow
 
     @cached_property
+    def timestamp_records(self) -> set[str]:
+        """Records whose value is a sample timestamp (checks/timestamp_skew.py)."""
+        return {str(r["record"]) for _, g in self.groups for r in g.get("rules", []) or []
+                if "record" in r and parses(r) and promql_tree.timestamp_valued(str(r["expr"]))}
+
+    @cached_property
     def records(self):
         """The labels each recording rule's result can carry (label_flow.record_labels)."""
         return label_flow.record_labels([(str(r["record"]), str(r.get("expr", ""))) for _, g in self.groups
