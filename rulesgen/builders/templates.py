@@ -13,7 +13,7 @@ from .. import conventions, jobmetrics, promql
 from ..errors import Collector, Where
 from ..durations import format_duration
 from ..fields import did_you_mean
-from ..model import HEALTH_CLASSES, Catalog, FailureMode
+from ..model import HEALTH_CLASSES, XID_CLASSES, Catalog, FailureMode
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
@@ -123,11 +123,9 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         return (f"((({now} > 0) unless on ({on}) {before})"
                 f" and on ({promql.by(settings.gpu_identity)}) ({catalog.named('reporting')} offset {window}))")
 
-    xid_classes: dict[str, list[str]] = {}
-    for x in catalog.xids:
-        xid_classes.setdefault(x.xid_class, []).append(str(x.code))
-    xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
-    xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
+    # XID codes by class, and of the classes the catalog drains (xid.yaml drain:), for xid matchers.
+    xid = {cls: catalog.xid_codes(cls) for cls in XID_CLASSES}
+    xid["drain"] = catalog.xid_codes(*catalog.xid_drain)
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
     health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 

@@ -1,0 +1,148 @@
+"""Policy tables that lived in Python are catalog data with a source, validated at load (issue 24, item 3):
+xid.yaml `drain:` (which XID classes take the GPU out of service, [[ xid.drain ]]) and the clock-event bit
+table (metrics.yaml `bits:` of the clock gauge, read by the replay dialects). Planted bad cases fail at
+their file:line; the bundled catalog declares both and loads clean. No engine binary is needed."""
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, edit, errors_of
+from rulesgen import dialects
+from rulesgen.builders import templates
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.errors import RulesgenError
+from rulesgen.model import XID_CLASSES, XID_DRAIN_UNDECLARED
+from rulesgen.promql import series_labels
+from rulesgen.scenarios import load_scenario
+from rulesgen.settings import load_settings
+
+BUNDLED = load_catalog(bundled_catalog_dir())
+CLOCK = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+
+
+def copy(tmp_path) -> Path:
+    d = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), d)
+    return d
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+# --- XID drain policy ----------------------------------------------------------------------------------------
+
+def test_bundled_catalog_declares_the_drain_classes_with_a_source():
+    from rulesgen.yamlsource import load_file
+    doc = load_file(bundled_catalog_dir() / "xid.yaml", "xid.yaml", collect=[])
+    assert list(doc["drain"]["classes"]) and doc["drain"]["source"].strip()
+    assert BUNDLED.xid_drain == ("reset", "reboot", "rma")
+
+
+def test_the_template_context_drains_the_declared_classes(tmp_path):
+    """[[ xid.drain ]] is the codes of the catalog's drain classes: dropping rma from drain: drops XID 54."""
+    settings = load_settings(ROOT / "rulesgen.yaml")
+    drain = templates.base_context(BUNDLED, settings)["xid"]["drain"].split("|")
+    assert drain == [str(x.code) for c in ("reset", "reboot", "rma") for x in BUNDLED.xids if x.xid_class == c]
+    assert "54" in drain and "79" in drain and "13" not in drain
+    d = copy(tmp_path)
+    edit(d / "xid.yaml", "classes: [reset, reboot, rma]", "classes: [reset, reboot]")
+    narrower = load_catalog(d)
+    assert narrower.xid_drain == ("reset", "reboot")
+    assert "54" not in templates.base_context(narrower, settings)["xid"]["drain"].split("|")
+
+
+def test_an_unknown_or_repeated_drain_class_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    x = d / "xid.yaml"
+    edit(x, "classes: [reset, reboot, rma]", "classes:\n    - reset\n    - rebot\n    - reset")
+    line = line_of(x, "- rebot")
+    assert errors_of(load_catalog, d) == [
+        f"{x}:{line}:7: error[unknown-xid-class]: xid.yaml drain.classes: 'rebot' is not an XID class (one of "
+        f"{', '.join(XID_CLASSES)}) (did you mean 'reboot'?)",
+        f"{x}:{line + 1}:7: error[duplicate-id]: xid.yaml drain.classes: 'reset' already listed on line {line - 1}",
+    ]
+
+
+def test_a_drain_policy_needs_its_source(tmp_path):
+    d = copy(tmp_path)
+    x = d / "xid.yaml"
+    text = x.read_text()
+    start = text.index("  source: >-\n    nvsentinel-xiderrorsmapping.csv resolution buckets")
+    end = text.index("\nxids:")
+    x.write_text(text[:start] + text[end:])
+    assert errors_of(load_catalog, d) == [
+        f"{x}:{line_of(x, 'classes: [reset')}:3: error[missing-key]: xid.yaml drain: missing required key 'source'",
+    ]
+
+
+def test_a_catalog_without_drain_keeps_the_classes_that_drained_before(minimal_catalog):
+    assert "drain" not in (minimal_catalog / "xid.yaml").read_text()
+    assert load_catalog(minimal_catalog).xid_drain == XID_DRAIN_UNDECLARED
+
+
+# --- clock-event bits ----------------------------------------------------------------------------------------
+
+def test_bundled_clock_gauge_declares_its_bits_with_a_source():
+    m = BUNDLED.metric(BUNDLED.named("clock_gauge"))
+    assert m.name == CLOCK and m.bits_source.strip()
+    assert [b.value for b in m.bits] == [1 << k for k in range(9)]
+    assert all(b.define.startswith("DCGM_CLOCKS_EVENT_REASON_") for b in m.bits)
+    assert [b.name for b in m.bits] == ["gpu_idle", "clocks_setting", "power_cap", "hw_slowdown", "sync_boost",
+                                        "sw_thermal", "hw_thermal", "hw_power_brake", "display_clocks"]
+
+
+def bad_bits(tmp_path, old, new):
+    d = copy(tmp_path)
+    p = d / "metrics.yaml"
+    edit(p, old, new)
+    return d, p
+
+
+def test_a_bit_that_is_not_a_power_of_two_fails_on_its_line(tmp_path):
+    d, p = bad_bits(tmp_path, "{value: 16, name: sync_boost", "{value: 24, name: sync_boost")
+    assert errors_of(load_catalog, d) == [
+        f"{p}:{line_of(p, 'value: 24,')}:12: error[bad-bit]: metric {CLOCK} bit sync_boost: value 24 is not a power of two",
+    ]
+
+
+def test_a_bit_value_or_name_given_twice_fails_on_the_second(tmp_path):
+    d, p = bad_bits(tmp_path, "{value: 64, name: hw_thermal", "{value: 32, name: sw_thermal")
+    first, second = line_of(p, "value: 32,"), line_of(p, "value: 32,") + 1
+    assert errors_of(load_catalog, d) == [
+        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 32 already defined on line {first}",
+        f"{p}:{second}:23: error[duplicate-id]: metric {CLOCK}: bit name 'sw_thermal' already defined on line {first}",
+    ]
+
+
+def test_only_a_bitmask_has_bits(tmp_path):
+    d, p = bad_bits(tmp_path, "    unit: bitmask\n", "    unit: count\n")
+    assert errors_of(load_catalog, d) == [
+        f"{p}:{line_of(p, '    bits:')}:5: error[bad-value]: metric {CLOCK}: only a metric of unit bitmask has bits, "
+        "its unit is 'count'",
+    ]
+
+
+def _clock_events(catalog, stem="power-anomaly-hw-brake"):
+    s = load_scenario(ROOT / "fixtures" / "scenarios" / f"{stem}.yaml", [fm.id for fm in catalog.failure_modes],
+                      {n for m in catalog.metrics for n in m.names})
+    t = dialects.apply(s, dialects.parse_dialect("clock-total"), catalog)
+    return {series_labels(x)["clock_event"] for x, _ in t.series if x.startswith("DCGM_EXP_CLOCK_EVENTS_TOTAL{")}
+
+
+def test_the_clock_dialects_name_bits_as_the_catalog_does(tmp_path):
+    assert "hw_power_brake" in _clock_events(BUNDLED)
+    d, _ = bad_bits(tmp_path, "name: hw_power_brake,", "name: power_brake_renamed,")
+    events = _clock_events(load_catalog(d))
+    assert "power_brake_renamed" in events and "hw_power_brake" not in events
+
+
+def test_a_clock_gauge_without_bits_cannot_be_replayed_as_events():
+    m = BUNDLED.metric(CLOCK)
+    bare = replace(BUNDLED, metrics=tuple(replace(x, bits=()) if x is m else x for x in BUNDLED.metrics))
+    with pytest.raises(RulesgenError) as info:
+        _clock_events(bare)
+    assert [d.code for d in info.value.diagnostics] == ["missing-bits"]
+    assert info.value.diagnostics[0].line == m.where.line
