@@ -229,6 +229,7 @@ class AlertSpec:
     description: str
     where: Where = field(compare=False, default=Where("<builtin>"))
     body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
+    for_source: str = ""  # why `for` is that long (catalog for_source:; required once a file gives any)
 
 
 @dataclass(frozen=True)

@@ -146,3 +146,31 @@ def test_a_clock_gauge_without_bits_cannot_be_replayed_as_events():
         _clock_events(bare)
     assert [d.code for d in info.value.diagnostics] == ["missing-bits"]
     assert info.value.diagnostics[0].line == m.where.line
+
+
+# --- for: values with their source ------------------------------------------------------------------------
+
+def test_every_bundled_for_has_a_source():
+    alerts = [(fm.id, a) for fm in BUNDLED.failure_modes for a in fm.alerts]
+    assert alerts and all(a.for_source.strip() for _, a in alerts), [i for i, a in alerts if not a.for_source.strip()]
+
+
+def test_a_bundled_for_without_its_source_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    start = text.index("        for_source: >-\n", text.index("  - id: memory_overheat"))
+    end = text.index("        expr:", start)
+    f.write_text(text[:start] + text[end:])
+    line = next(i for i, s in enumerate(f.read_text().splitlines(), 1)
+                if s == "        for: 2m" and i > line_of(f, "- id: memory_overheat"))
+    first = line_of(f, "        for_source:")
+    assert errors_of(load_catalog, d) == [
+        f"{f}:{line}:9: error[missing-source]: failure mode memory_overheat (warning): `for:` has no for_source "
+        f"(why this duration); this file sources its for: values (line {first}), so every alert's needs one",
+    ]
+
+
+def test_a_catalog_that_sources_no_for_still_loads(minimal_catalog):
+    assert "for_source" not in (minimal_catalog / "failure_modes.yaml").read_text()
+    assert [a.for_source for fm in load_catalog(minimal_catalog).failure_modes for a in fm.alerts] == [""]

@@ -16,6 +16,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
     """workload: the record of role `workload` (signals.yaml roles:), a failure mode's default workload_from."""
     items, wheres = top_list(doc, "failure_modes", errors, "failure_modes.yaml")
     out, seen = [], {}
+    sourced, unsourced = [], []  # the positions of `for:` with and without a for_source
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "failure mode", fallback=w)
         fm_id = f.str("id", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
@@ -61,8 +62,13 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
             if hold == 0 and is_zero_duration(af.node.get("for")):
                 errors.add(af.at("for"), "out-of-range",
                            f"failure mode {fm_id} alert.for must be above 0s: one bad sample would page someone")
+            for_source = af.str("for_source", default="") or ""
+            if for_source.strip():
+                sourced.append((af.at("for_source"), fm_id, sev))
+            else:
+                unsourced.append((af.at("for"), fm_id, sev))
             alerts.append(AlertSpec(severity=sev, action=af.str("action", required=True, choices=ACTIONS) or "investigate",
-                                    for_seconds=hold,
+                                    for_seconds=hold, for_source=for_source,
                                     expr=af.str("expr", required=True) or "",
                                     summary=af.str("summary", required=True) or "",
                                     description=af.str("description", required=True) or "", where=af.at("expr"),
@@ -93,7 +99,21 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
             workload_from=f.str("workload_from", default=workload) or "", covers=tuple(covers),
             job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
         f.done()
+    check_for_sources(sourced, unsourced, errors)
     return out
+
+
+def check_for_sources(sourced, unsourced, errors) -> None:
+    """An alert's `for:` says why with `for_source:`, like a threshold's `source:`. A file that sources any
+    `for:` (the bundled catalog) must source every one; a file that sources none (a catalog written before
+    for_source existed) loads as it did."""
+    if not sourced:
+        return
+    first = min(w.line for w, _, _ in sourced)
+    for where, fm_id, sev in unsourced:
+        errors.add(where, "missing-source",
+                   f"failure mode {fm_id} ({sev}): `for:` has no for_source (why this duration); this file sources "
+                   f"its for: values (line {first}), so every alert's needs one")
 
 
 _RANGE = re.compile(r"([\[(])\s*(-inf|-?[0-9.]+(?:e-?[0-9]+)?)\s*,\s*(inf|-?[0-9.]+(?:e-?[0-9]+)?)\s*([\])])")
