@@ -191,6 +191,16 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A range a failure mode's alerts read (`windows:`, `[[ w.NAME ]]` -> [4m]), named and with its source
+    like a threshold; not a setting (rulesgen.yaml does not override it)."""
+    name: str
+    seconds: int
+    source: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class BaselineStatistics:
     """The numbers the baseline statistics are built with (catalog/baselines.yaml `statistics:`), each
     with its source. The windows (30 minutes now, hourly history, daily sums) are in the record names
@@ -261,6 +271,7 @@ class FailureMode:
     cover_label: str = "signal"
     # The training jobs' own metrics it reads (jobmetrics.INPUTS: loss, step_duration); () = DCGM only.
     job_metrics: tuple[str, ...] = ()
+    windows: tuple[Window, ...] = ()  # the named ranges its alerts read ([[ w.NAME ]])
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:

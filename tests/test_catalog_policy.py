@@ -174,3 +174,52 @@ def test_a_bundled_for_without_its_source_fails_on_its_line(tmp_path):
 def test_a_catalog_that_sources_no_for_still_loads(minimal_catalog):
     assert "for_source" not in (minimal_catalog / "failure_modes.yaml").read_text()
     assert [a.for_source for fm in load_catalog(minimal_catalog).failure_modes for a in fm.alerts] == [""]
+
+
+# --- windows: the ranges the alerts read, named and sourced -------------------------------------------------
+
+# Failure modes whose alerts still spell a range literally (issue 24 item 3, left for a later pass): the
+# hour-long lookbacks of identity and outage checks. A new literal range elsewhere is a window to declare.
+LITERAL_RANGES = {"gpu_lost", "exporter_down", "telemetry_blind_spot", "fleet_capacity_degraded", "loss_not_finite"}
+
+
+def test_bundled_windows_have_sources_and_the_rest_is_known():
+    import re
+    windows = [(fm.id, w) for fm in BUNDLED.failure_modes for w in fm.windows]
+    assert len(windows) >= 15 and all(w.source.strip() and w.seconds > 0 for _, w in windows)
+    literal = {fm.id for fm in BUNDLED.failure_modes for a in fm.alerts
+               if re.search(r"(?<!\[)\[\d+[smhdw]\]", a.expr)}
+    assert literal == LITERAL_RANGES
+
+
+def test_windows_render_as_the_ranges_they_name(tmp_path):
+    """[[ w.median ]] is the declared value as a range: lengthening the window lengthens every range it names."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+
+    def exprs(catalog):
+        rules = build_rules(catalog, settings)
+        return [r.expr for f in rules.files for g in f.groups for r in g.rules
+                if r.failure_mode == "memory_bandwidth_bound" and r.alert]
+
+    assert exprs(BUNDLED) and all(e.count("[15m]") == 2 for e in exprs(BUNDLED))
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    at = text.index("        value: 15m", text.index("  - id: memory_bandwidth_bound"))
+    f.write_text(text[:at] + "        value: 20m" + text[at + len("        value: 15m"):])
+    longer = exprs(load_catalog(d))
+    assert longer and all(e.count("[20m]") == 2 and "[15m]" not in e for e in longer)
+
+
+def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    start = text.index("    windows:\n", text.index("  - id: memory_overheat"))
+    f.write_text(text[:start] + "    windows:\n      - name: spare\n        value: 1h\n" + text[start + len("    windows:\n"):])
+    line = line_of(f, "- name: spare")
+    assert errors_of(load_catalog, d) == [
+        f"{f}:{line}:9: error[missing-key]: failure mode memory_overheat window: missing required key 'source'",
+        f"{f}:{line}:9: error[unused-window]: failure mode memory_overheat: window 'spare' is read by no alert",
+    ]

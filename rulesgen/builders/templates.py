@@ -179,7 +179,8 @@ def _threshold_values(fm: FailureMode, settings: Settings) -> dict[str, str]:
 
 
 def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
-    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings))}
+    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings)),
+            "w": _Lookup(f"window of {fm.id}", {w.name: _window(w.seconds) for w in fm.windows})}
 
 
 def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:

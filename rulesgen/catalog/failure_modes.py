@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import re
 
+from ..builders import templates
 from ..fields import Fields, did_you_mean
 from ..jobmetrics import INPUTS
 from ..model import (ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode,
-                     Range, Runbook, Threshold)
+                     Range, Runbook, Threshold, Window)
 from ..name_roles import ROLES
 from ..yamlsource import where_of
 from .common import top_list, unique
@@ -48,6 +49,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                         unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
                                         description=tf.str("description", default="") or "", range=valid))
             tf.done()
+        windows = read_windows(f, fm_id, errors)
         alerts = []
         a_items, a_wheres = f.list("alerts", required=True)
         severities = set()
@@ -74,6 +76,10 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                     description=af.str("description", required=True) or "", where=af.at("expr"),
                                     body=af.body_at("expr")))
             af.done()
+        used = {n for a in alerts for n in templates.attributes_used(a.expr, "w")}
+        for w in windows:
+            if w.name not in used:
+                errors.add(w.where, "unused-window", f"failure mode {fm_id}: window {w.name!r} is read by no alert")
         if not a_items and f.has("alerts"):
             errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")
         covers = []
@@ -97,10 +103,28 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
             needs_profiling=any(m in profiling_metrics for m in metrics),
             workload_from=f.str("workload_from", default=workload) or "", covers=tuple(covers),
-            job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
+            job_metrics=tuple(n for n in job_inputs if n in INPUTS), windows=windows, where=f.at("id")))
         f.done()
     check_for_sources(sourced, unsourced, errors)
     return out
+
+
+def read_windows(f: Fields, fm_id: str, errors) -> tuple[Window, ...]:
+    """`windows:` [{name, value (a duration), source}]: the ranges the alerts read as [[ w.NAME ]], each with
+    why it is that long; a window no alert reads is an error (a dead field)."""
+    out, seen = [], {}
+    items, wheres = f.list("windows")
+    for item, w in zip(items, wheres):
+        wf = Fields(item, errors, f"failure mode {fm_id} window", fallback=w)
+        name = wf.str("name", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        unique(wf, "name", name, seen, f"failure mode {fm_id}: window {name!r}")
+        seconds = wf.duration("value", required=True, default=0)
+        if seconds is not None and seconds <= 0 and wf.has("value"):
+            errors.add(wf.at("value"), "out-of-range", f"failure mode {fm_id} window {name}: a range must be above 0s")
+        out.append(Window(name=name, seconds=int(seconds or 0), source=wf.str("source", required=True) or "",
+                          where=wf.at("name")))
+        wf.done()
+    return tuple(out)
 
 
 def check_for_sources(sourced, unsourced, errors) -> None:
