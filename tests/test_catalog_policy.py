@@ -227,15 +227,15 @@ def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
 
 
 def test_signals_test_clock_bits_by_name(tmp_path):
-    """signals.yaml tests a bit as floor(x / [[ clock_bit.NAME ]]) % 2: the value comes from the catalog's table,
+    """signals.yaml tests a bit as floor(x / [[ bit.METRIC.NAME ]]) % 2: the value comes from the catalog's table,
     and a bit renamed in metrics.yaml fails the signal that reads it, on the signal's line."""
     from rulesgen.builders.rules import build_rules
     settings = load_settings(ROOT / "rulesgen.yaml")
     thermal = next(s for s in BUNDLED.signals if s.record == "gpu:dcgm_clock_event_thermal:active")
-    assert "[[ clock_bit.hw_thermal ]]" in thermal.expr and "/ 64" not in thermal.expr
+    assert f"[[ bit.{CLOCK}.hw_thermal ]]" in thermal.expr and "/ 64" not in thermal.expr
     d, p = bad_bits(tmp_path, "name: hw_thermal,", "name: hw_thermal_slowdown,")
     with pytest.raises(RulesgenError) as info:
         build_rules(load_catalog(d), settings)
     [diag] = [x for x in info.value.diagnostics if "hw_thermal" in x.message]
     assert diag.path.endswith("signals.yaml") and diag.code == "unknown-reference"
-    assert "unknown clock-event bit" in diag.message and "'hw_thermal'" in diag.message
+    assert f"unknown bit of {CLOCK}" in diag.message and "'hw_thermal'" in diag.message

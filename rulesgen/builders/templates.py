@@ -126,9 +126,9 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
     # XID codes by class, and of the classes the catalog drains (xid.yaml drain:), for xid matchers.
     xid = {cls: catalog.xid_codes(cls) for cls in XID_CLASSES}
     xid["drain"] = catalog.xid_codes(*catalog.xid_drain)
-    # The clock gauge's bits by name (metrics.yaml bits:), for bit tests: floor(x / [[ clock_bit.hw_thermal ]]) % 2.
-    clock = catalog.named("clock_gauge")
-    clock_bits = {b.name: str(b.value) for b in catalog.metric(clock).bits} if clock else {}
+    # A bitmask metric's bits by name (metrics.yaml bits:), for bit tests: floor(x / [[ bit.METRIC.NAME ]]) % 2.
+    bits = {m.name: _Lookup(f"bit of {m.name} (metrics.yaml bits:)", {b.name: str(b.value) for b in m.bits})
+            for m in catalog.metrics if m.bits}
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
     health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 
@@ -159,7 +159,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "gpu_limit": _Lookup("limit a GPU reports itself (gpu_models.yaml own_limits)",
                              {o.key: conventions.gpu_limit_record(o.key) for o in catalog.own_limits}),
         "xid": _Lookup("XID class", xid),
-        "clock_bit": _Lookup("clock-event bit (metrics.yaml bits: of the clock_gauge role's metric)", clock_bits),
+        "bit": _Lookup("metric with bits (metrics.yaml bits:)", bits),
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
         "active": lambda fm_id: _active(catalog, settings, fm_id),
