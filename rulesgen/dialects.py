@@ -22,9 +22,6 @@ from .scenarios import STALE, Scenario, expand
 HOST_LABELS = ("Hostname", "hostname")
 NEW_NAMES_SINCE = "4.9.0"   # aliases of catalog/metrics.yaml exported from this dcgm-exporter version
 EVENT_WINDOW = 300  # s: dcgm-exporter's default xid-count-window-size / clock-events-count-window-size
-# Clock-event bits -> the clock_event label of DCGM_EXP_CLOCK_EVENTS_* (exporter-clock_event_label_values.csv).
-CLOCK_EVENT_BITS = ((1, "gpu_idle"), (2, "clocks_setting"), (4, "power_cap"), (8, "hw_slowdown"), (16, "sync_boost"),
-                    (32, "sw_thermal"), (64, "hw_thermal"), (128, "hw_power_brake"), (256, "display_clocks"))
 SCRAPES = (15, 30, 60)
 
 AXES = {
@@ -348,10 +345,20 @@ def _clock_series(series, kind, interval, catalog):
     others, groups = _carriers(series, _gauge_names(catalog, "clock_gauge"), ())
     slots = max((len(v) for _, v in series), default=0)
     metric = _written(catalog, "clock_total" if kind == "total" else "clock_count")
-    labels = dict(CLOCK_EVENT_BITS)
+    labels = _clock_event_bits(catalog) if groups else {}
     return _event_series(others, groups, slots, interval, kind, metric, "clock_event",
-                         lambda v: {b for b, _ in CLOCK_EVENT_BITS if isinstance(v, float) and int(v) & b},
+                         lambda v: {b for b in labels if isinstance(v, float) and int(v) & b},
                          lambda b: labels[b], ())
+
+
+def _clock_event_bits(catalog: Catalog) -> dict[int, str]:
+    """Bit value -> clock_event label: the `bits:` of the clock gauge's metric (catalog/metrics.yaml)."""
+    m = catalog.metric(catalog.named("clock_gauge"))
+    if not m.bits:
+        raise RulesgenError([Diagnostic(m.where.path, m.where.line, m.where.col, "missing-bits",
+                                        f"metric {m.name} (role clock_gauge) declares no `bits:`: the clock-count and "
+                                        "clock-total dialects name each bit by its clock_event label")])
+    return {b.value: b.name for b in m.bits}
 
 
 def describe() -> list[str]:

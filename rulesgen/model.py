@@ -15,8 +15,11 @@ SCOPES = ("gpu", "node", "fleet")
 # annotations. Efficiency and jobs alerts are about a job and keep namespace/pod.
 IDENTITY_GROUPS = ("health", "baselines", "fleet")
 BASELINE_DIRECTIONS = ("up", "down")
-# XID classes; the alerts drain only on reset, reboot and rma (builders/templates.py: xid.drain).
+# XID classes (catalog/xid.yaml); which of them drain is the catalog's `drain:` (Catalog.xid_drain).
 XID_CLASSES = ("application", "investigate", "reset", "reboot", "rma")
+# The drain classes of a catalog whose xid.yaml has no `drain:` (one written before it existed): the classes
+# that drained then. The bundled catalog declares its own, with its source (tests/test_catalog_policy.py).
+XID_DRAIN_UNDECLARED = ("reset", "reboot", "rma")
 # DCGM health error codes (catalog/dcgm_health.yaml): drain where DCGM and NVSentinel both take the GPU out.
 # normal: the code marks a GPU working at a limit it was configured to hold (power capping), no alert.
 HEALTH_CLASSES = ("drain", "investigate", "normal")
@@ -37,6 +40,16 @@ class Alias:
 
 
 @dataclass(frozen=True)
+class Bit:
+    """One bit of a bitmask metric (catalog/metrics.yaml `bits:`): its value, the name dcgm-exporter gives it
+    (the clock_event label of DCGM_EXP_CLOCK_EVENTS_*) and the DCGM constant that defines it."""
+    value: int
+    name: str
+    define: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class Metric:
     name: str
     type: str  # gauge | counter | label
@@ -49,6 +62,8 @@ class Metric:
     aliases: tuple[Alias, ...] = ()
     valid_max: float = 9.0e18
     max_plausible: float | None = None
+    bits: tuple[Bit, ...] = ()  # a bitmask's bits, by value (unit bitmask only)
+    bits_source: str = ""
     where: Where = field(default=Where("<builtin>"), compare=False)
 
     @property
@@ -176,6 +191,16 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A range a failure mode's alerts read (`windows:`, `[[ w.NAME ]]` -> [4m]), named and with its source
+    like a threshold; not a setting (rulesgen.yaml does not override it)."""
+    name: str
+    seconds: int
+    source: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class BaselineStatistics:
     """The numbers the baseline statistics are built with (catalog/baselines.yaml `statistics:`), each
     with its source. The windows (30 minutes now, hourly history, daily sums) are in the record names
@@ -214,6 +239,7 @@ class AlertSpec:
     description: str
     where: Where = field(compare=False, default=Where("<builtin>"))
     body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
+    for_source: str = ""  # why `for` is that long (catalog for_source:; required once a file gives any)
 
 
 @dataclass(frozen=True)
@@ -245,6 +271,7 @@ class FailureMode:
     cover_label: str = "signal"
     # The training jobs' own metrics it reads (jobmetrics.INPUTS: loss, step_duration); () = DCGM only.
     job_metrics: tuple[str, ...] = ()
+    windows: tuple[Window, ...] = ()  # the named ranges its alerts read ([[ w.NAME ]])
     where: Where = field(compare=False, default=Where("<builtin>"))
 
     def threshold(self, name: str) -> Threshold:
@@ -316,6 +343,13 @@ class Catalog:
     own_limits: tuple[OwnLimit, ...] = ()  # gpu_models.yaml: limits the GPUs report themselves
     # The names the code reads, by role (rulesgen/name_roles.py), as the catalog declares or defaults them.
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    xid_drain: tuple[str, ...] = XID_DRAIN_UNDECLARED  # xid.yaml `drain:`: the XID classes whose alerts drain
+
+    def xid_codes(self, *classes: str) -> str:
+        """Regex of the XID codes of the given classes (class order of XID_CLASSES, then catalog order), for
+        xid label matchers; NONE when empty."""
+        return "|".join(str(x.code) for cls in XID_CLASSES if cls in classes
+                        for x in self.xids if x.xid_class == cls) or "NONE"
 
     def named(self, role: str) -> str | None:
         """The record or metric of a role (name_roles.ROLES); None for an optional one the catalog lacks."""

@@ -13,7 +13,7 @@ from .. import conventions, jobmetrics, promql
 from ..errors import Collector, Where
 from ..durations import format_duration
 from ..fields import did_you_mean
-from ..model import HEALTH_CLASSES, Catalog, FailureMode
+from ..model import HEALTH_CLASSES, XID_CLASSES, Catalog, FailureMode
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
@@ -123,11 +123,12 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         return (f"((({now} > 0) unless on ({on}) {before})"
                 f" and on ({promql.by(settings.gpu_identity)}) ({catalog.named('reporting')} offset {window}))")
 
-    xid_classes: dict[str, list[str]] = {}
-    for x in catalog.xids:
-        xid_classes.setdefault(x.xid_class, []).append(str(x.code))
-    xid = {cls: "|".join(xid_classes.get(cls, [])) or "NONE" for cls in ("application", "investigate", "reset", "reboot", "rma")}
-    xid["drain"] = "|".join(c for cls in ("reset", "reboot", "rma") for c in xid_classes.get(cls, [])) or "NONE"
+    # XID codes by class, and of the classes the catalog drains (xid.yaml drain:), for xid matchers.
+    xid = {cls: catalog.xid_codes(cls) for cls in XID_CLASSES}
+    xid["drain"] = catalog.xid_codes(*catalog.xid_drain)
+    # A bitmask metric's bits by name (metrics.yaml bits:), for bit tests: floor(x / [[ bit.METRIC.NAME ]]) % 2.
+    bits = {m.name: _Lookup(f"bit of {m.name} (metrics.yaml bits:)", {b.name: str(b.value) for b in m.bits})
+            for m in catalog.metrics if m.bits}
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
     health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 
@@ -158,6 +159,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "gpu_limit": _Lookup("limit a GPU reports itself (gpu_models.yaml own_limits)",
                              {o.key: conventions.gpu_limit_record(o.key) for o in catalog.own_limits}),
         "xid": _Lookup("XID class", xid),
+        "bit": _Lookup("metric with bits (metrics.yaml bits:)", bits),
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
         "active": lambda fm_id: _active(catalog, settings, fm_id),
@@ -181,7 +183,8 @@ def _threshold_values(fm: FailureMode, settings: Settings) -> dict[str, str]:
 
 
 def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
-    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings))}
+    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings)),
+            "w": _Lookup(f"window of {fm.id}", {w.name: _window(w.seconds) for w in fm.windows})}
 
 
 def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:

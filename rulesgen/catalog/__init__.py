@@ -14,6 +14,7 @@ from .dashboards import read_dashboards
 from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
 from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
+from .policy import read_xid_drain
 from .roles import read_roles, resolve_roles
 from .routing import read_routing
 
@@ -53,6 +54,7 @@ def load_catalog(directory: Path) -> Catalog:
     metric_roles, metrics_at = read_roles(docs["metrics.yaml"], errors, METRIC, {m.name for m in metrics})
     record_roles, signals_at = read_roles(docs["signals.yaml"], errors, RECORD, records)
     xids = read_xids(docs["xid.yaml"], errors)
+    xid_drain = read_xid_drain(docs["xid.yaml"], errors)
     default, models, own_limits = read_gpu_models(docs["gpu_models.yaml"], errors, known_metrics)
     modes = read_failure_modes(docs["failure_modes.yaml"], errors, known_metrics, {n for m in metrics if m.profiling for n in m.names},
                                (record_roles.get("workload") or ROLES["workload"].default)[0])
@@ -71,7 +73,7 @@ def load_catalog(directory: Path) -> Catalog:
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
                    baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
-                   own_limits=tuple(own_limits), roles=roles)
+                   own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain)
 
 
 def _readers(panels, baselines) -> dict[str, str]:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import re
 
+from ..builders import templates
 from ..fields import Fields, did_you_mean
 from ..jobmetrics import INPUTS
 from ..model import (ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode,
-                     Range, Runbook, Threshold)
+                     Range, Runbook, Threshold, Window)
 from ..name_roles import ROLES
 from ..yamlsource import where_of
 from .common import top_list, unique
@@ -16,6 +17,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
     """workload: the record of role `workload` (signals.yaml roles:), a failure mode's default workload_from."""
     items, wheres = top_list(doc, "failure_modes", errors, "failure_modes.yaml")
     out, seen = [], {}
+    sourced, unsourced = [], []  # the positions of `for:` with and without a for_source
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "failure mode", fallback=w)
         fm_id = f.str("id", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
@@ -47,6 +49,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                         unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
                                         description=tf.str("description", default="") or "", range=valid))
             tf.done()
+        windows = read_windows(f, fm_id, errors)
         alerts = []
         a_items, a_wheres = f.list("alerts", required=True)
         severities = set()
@@ -61,13 +64,22 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
             if hold == 0 and is_zero_duration(af.node.get("for")):
                 errors.add(af.at("for"), "out-of-range",
                            f"failure mode {fm_id} alert.for must be above 0s: one bad sample would page someone")
+            for_source = af.str("for_source", default="") or ""
+            if for_source.strip():
+                sourced.append((af.at("for_source"), fm_id, sev))
+            else:
+                unsourced.append((af.at("for"), fm_id, sev))
             alerts.append(AlertSpec(severity=sev, action=af.str("action", required=True, choices=ACTIONS) or "investigate",
-                                    for_seconds=hold,
+                                    for_seconds=hold, for_source=for_source,
                                     expr=af.str("expr", required=True) or "",
                                     summary=af.str("summary", required=True) or "",
                                     description=af.str("description", required=True) or "", where=af.at("expr"),
                                     body=af.body_at("expr")))
             af.done()
+        used = {n for a in alerts for n in templates.attributes_used(a.expr, "w")}
+        for w in windows:
+            if w.name not in used:
+                errors.add(w.where, "unused-window", f"failure mode {fm_id}: window {w.name!r} is read by no alert")
         if not a_items and f.has("alerts"):
             errors.add(f.at("alerts"), "missing-alert", f"failure mode {fm_id}: at least one alert is required")
         covers = []
@@ -91,9 +103,41 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
             metrics=tuple(metrics), thresholds=tuple(thresholds), alerts=tuple(alerts), runbook=runbook,
             needs_profiling=any(m in profiling_metrics for m in metrics),
             workload_from=f.str("workload_from", default=workload) or "", covers=tuple(covers),
-            job_metrics=tuple(n for n in job_inputs if n in INPUTS), where=f.at("id")))
+            job_metrics=tuple(n for n in job_inputs if n in INPUTS), windows=windows, where=f.at("id")))
         f.done()
+    check_for_sources(sourced, unsourced, errors)
     return out
+
+
+def read_windows(f: Fields, fm_id: str, errors) -> tuple[Window, ...]:
+    """`windows:` [{name, value (a duration), source}]: the ranges the alerts read as [[ w.NAME ]], each with
+    why it is that long; a window no alert reads is an error (a dead field)."""
+    out, seen = [], {}
+    items, wheres = f.list("windows")
+    for item, w in zip(items, wheres):
+        wf = Fields(item, errors, f"failure mode {fm_id} window", fallback=w)
+        name = wf.str("name", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        unique(wf, "name", name, seen, f"failure mode {fm_id}: window {name!r}")
+        seconds = wf.duration("value", required=True, default=0)
+        if seconds is not None and seconds <= 0 and wf.has("value"):
+            errors.add(wf.at("value"), "out-of-range", f"failure mode {fm_id} window {name}: a range must be above 0s")
+        out.append(Window(name=name, seconds=int(seconds or 0), source=wf.str("source", required=True) or "",
+                          where=wf.at("name")))
+        wf.done()
+    return tuple(out)
+
+
+def check_for_sources(sourced, unsourced, errors) -> None:
+    """An alert's `for:` says why with `for_source:`, like a threshold's `source:`. A file that sources any
+    `for:` (the bundled catalog) must source every one; a file that sources none (a catalog written before
+    for_source existed) loads as it did."""
+    if not sourced:
+        return
+    first = min(w.line for w, _, _ in sourced)
+    for where, fm_id, sev in unsourced:
+        errors.add(where, "missing-source",
+                   f"failure mode {fm_id} ({sev}): `for:` has no for_source (why this duration); this file sources "
+                   f"its for: values (line {first}), so every alert's needs one")
 
 
 _RANGE = re.compile(r"([\[(])\s*(-inf|-?[0-9.]+(?:e-?[0-9]+)?)\s*,\s*(inf|-?[0-9.]+(?:e-?[0-9]+)?)\s*([\])])")

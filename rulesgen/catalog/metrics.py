@@ -7,6 +7,7 @@ from ..builders import templates
 from ..fields import Fields, did_you_mean
 from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Xid
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
+from .policy import read_bits
 from .roles import generated
 
 
@@ -17,6 +18,7 @@ def read_metrics(doc, errors):
         f = Fields(item, errors, "metric", fallback=w)
         name = f.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
         unit = f.str("unit", required=True) or ""
+        bits, bits_source = read_bits(f, name or "?", unit)
         m = Metric(
             name=name or "?",
             field_id=f.num("field_id", integer=True, minimum=0),
@@ -29,6 +31,8 @@ def read_metrics(doc, errors):
             valid_max=float(f.num("valid_max", default=9.0e18, minimum=1)),
             max_plausible=f.num("max_plausible", minimum=0),
             description=f.str("description", default="") or "",
+            bits=bits,
+            bits_source=bits_source,
             where=f.where,
         )
         # Dropped from the bundled catalog (panels take the signal's unit); still accepted, and ignored, for
@@ -96,7 +100,7 @@ def read_signals(doc, errors, known_metrics):
 
 
 def read_xids(doc, errors):
-    items, wheres = top_list(doc, "xids", errors, "xid.yaml")
+    items, wheres = top_list(doc, "xids", errors, "xid.yaml", also=("drain",))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "xid", fallback=w)

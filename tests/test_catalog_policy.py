@@ -1,0 +1,241 @@
+"""Policy tables that lived in Python are catalog data with a source, validated at load (issue 24, item 3):
+xid.yaml `drain:` (which XID classes take the GPU out of service, [[ xid.drain ]]) and the clock-event bit
+table (metrics.yaml `bits:` of the clock gauge, read by the replay dialects). Planted bad cases fail at
+their file:line; the bundled catalog declares both and loads clean. No engine binary is needed."""
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, edit, errors_of
+from rulesgen import dialects
+from rulesgen.builders import templates
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.errors import RulesgenError
+from rulesgen.model import XID_CLASSES, XID_DRAIN_UNDECLARED
+from rulesgen.promql import series_labels
+from rulesgen.scenarios import load_scenario
+from rulesgen.settings import load_settings
+
+BUNDLED = load_catalog(bundled_catalog_dir())
+CLOCK = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+
+
+def copy(tmp_path) -> Path:
+    d = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), d)
+    return d
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+# --- XID drain policy ----------------------------------------------------------------------------------------
+
+def test_bundled_catalog_declares_the_drain_classes_with_a_source():
+    from rulesgen.yamlsource import load_file
+    doc = load_file(bundled_catalog_dir() / "xid.yaml", "xid.yaml", collect=[])
+    assert list(doc["drain"]["classes"]) and doc["drain"]["source"].strip()
+    assert BUNDLED.xid_drain == ("reset", "reboot", "rma")
+
+
+def test_the_template_context_drains_the_declared_classes(tmp_path):
+    """[[ xid.drain ]] is the codes of the catalog's drain classes: dropping rma from drain: drops XID 54."""
+    settings = load_settings(ROOT / "rulesgen.yaml")
+    drain = templates.base_context(BUNDLED, settings)["xid"]["drain"].split("|")
+    assert drain == [str(x.code) for c in ("reset", "reboot", "rma") for x in BUNDLED.xids if x.xid_class == c]
+    assert "54" in drain and "79" in drain and "13" not in drain
+    d = copy(tmp_path)
+    edit(d / "xid.yaml", "classes: [reset, reboot, rma]", "classes: [reset, reboot]")
+    narrower = load_catalog(d)
+    assert narrower.xid_drain == ("reset", "reboot")
+    assert "54" not in templates.base_context(narrower, settings)["xid"]["drain"].split("|")
+
+
+def test_an_unknown_or_repeated_drain_class_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    x = d / "xid.yaml"
+    edit(x, "classes: [reset, reboot, rma]", "classes:\n    - reset\n    - rebot\n    - reset")
+    line = line_of(x, "- rebot")
+    assert errors_of(load_catalog, d) == [
+        f"{x}:{line}:7: error[unknown-xid-class]: xid.yaml drain.classes: 'rebot' is not an XID class (one of "
+        f"{', '.join(XID_CLASSES)}) (did you mean 'reboot'?)",
+        f"{x}:{line + 1}:7: error[duplicate-id]: xid.yaml drain.classes: 'reset' already listed on line {line - 1}",
+    ]
+
+
+def test_a_drain_policy_needs_its_source(tmp_path):
+    d = copy(tmp_path)
+    x = d / "xid.yaml"
+    text = x.read_text()
+    start = text.index("  source: >-\n    nvsentinel-xiderrorsmapping.csv resolution buckets")
+    end = text.index("\nxids:")
+    x.write_text(text[:start] + text[end:])
+    assert errors_of(load_catalog, d) == [
+        f"{x}:{line_of(x, 'classes: [reset')}:3: error[missing-key]: xid.yaml drain: missing required key 'source'",
+    ]
+
+
+def test_a_catalog_without_drain_keeps_the_classes_that_drained_before(minimal_catalog):
+    assert "drain" not in (minimal_catalog / "xid.yaml").read_text()
+    assert load_catalog(minimal_catalog).xid_drain == XID_DRAIN_UNDECLARED
+
+
+# --- clock-event bits ----------------------------------------------------------------------------------------
+
+def test_bundled_clock_gauge_declares_its_bits_with_a_source():
+    m = BUNDLED.metric(BUNDLED.named("clock_gauge"))
+    assert m.name == CLOCK and m.bits_source.strip()
+    assert [b.value for b in m.bits] == [1 << k for k in range(9)]
+    assert all(b.define.startswith("DCGM_CLOCKS_EVENT_REASON_") for b in m.bits)
+    assert [b.name for b in m.bits] == ["gpu_idle", "clocks_setting", "power_cap", "hw_slowdown", "sync_boost",
+                                        "sw_thermal", "hw_thermal", "hw_power_brake", "display_clocks"]
+
+
+def bad_bits(tmp_path, old, new):
+    d = copy(tmp_path)
+    p = d / "metrics.yaml"
+    edit(p, old, new)
+    return d, p
+
+
+def test_a_bit_that_is_not_a_power_of_two_fails_on_its_line(tmp_path):
+    d, p = bad_bits(tmp_path, "{value: 16, name: sync_boost", "{value: 24, name: sync_boost")
+    assert errors_of(load_catalog, d) == [
+        f"{p}:{line_of(p, 'value: 24,')}:12: error[bad-bit]: metric {CLOCK} bit sync_boost: value 24 is not a power of two",
+    ]
+
+
+def test_a_bit_value_or_name_given_twice_fails_on_the_second(tmp_path):
+    d, p = bad_bits(tmp_path, "{value: 64, name: hw_thermal", "{value: 32, name: sw_thermal")
+    first, second = line_of(p, "value: 32,"), line_of(p, "value: 32,") + 1
+    assert errors_of(load_catalog, d) == [
+        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 32 already defined on line {first}",
+        f"{p}:{second}:23: error[duplicate-id]: metric {CLOCK}: bit name 'sw_thermal' already defined on line {first}",
+    ]
+
+
+def test_only_a_bitmask_has_bits(tmp_path):
+    d, p = bad_bits(tmp_path, "    unit: bitmask\n", "    unit: count\n")
+    assert errors_of(load_catalog, d) == [
+        f"{p}:{line_of(p, '    bits:')}:5: error[bad-value]: metric {CLOCK}: only a metric of unit bitmask has bits, "
+        "its unit is 'count'",
+    ]
+
+
+def _clock_events(catalog, stem="power-anomaly-hw-brake"):
+    s = load_scenario(ROOT / "fixtures" / "scenarios" / f"{stem}.yaml", [fm.id for fm in catalog.failure_modes],
+                      {n for m in catalog.metrics for n in m.names})
+    t = dialects.apply(s, dialects.parse_dialect("clock-total"), catalog)
+    return {series_labels(x)["clock_event"] for x, _ in t.series if x.startswith("DCGM_EXP_CLOCK_EVENTS_TOTAL{")}
+
+
+def test_the_clock_dialects_name_bits_as_the_catalog_does(tmp_path):
+    assert "hw_power_brake" in _clock_events(BUNDLED)
+    d, _ = bad_bits(tmp_path, "name: hw_power_brake,", "name: power_brake_renamed,")
+    events = _clock_events(load_catalog(d))
+    assert "power_brake_renamed" in events and "hw_power_brake" not in events
+
+
+def test_a_clock_gauge_without_bits_cannot_be_replayed_as_events():
+    m = BUNDLED.metric(CLOCK)
+    bare = replace(BUNDLED, metrics=tuple(replace(x, bits=()) if x is m else x for x in BUNDLED.metrics))
+    with pytest.raises(RulesgenError) as info:
+        _clock_events(bare)
+    assert [d.code for d in info.value.diagnostics] == ["missing-bits"]
+    assert info.value.diagnostics[0].line == m.where.line
+
+
+# --- for: values with their source ------------------------------------------------------------------------
+
+def test_every_bundled_for_has_a_source():
+    alerts = [(fm.id, a) for fm in BUNDLED.failure_modes for a in fm.alerts]
+    assert alerts and all(a.for_source.strip() for _, a in alerts), [i for i, a in alerts if not a.for_source.strip()]
+
+
+def test_a_bundled_for_without_its_source_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    start = text.index("        for_source: >-\n", text.index("  - id: memory_overheat"))
+    end = text.index("        expr:", start)
+    f.write_text(text[:start] + text[end:])
+    line = next(i for i, s in enumerate(f.read_text().splitlines(), 1)
+                if s == "        for: 2m" and i > line_of(f, "- id: memory_overheat"))
+    first = line_of(f, "        for_source:")
+    assert errors_of(load_catalog, d) == [
+        f"{f}:{line}:9: error[missing-source]: failure mode memory_overheat (warning): `for:` has no for_source "
+        f"(why this duration); this file sources its for: values (line {first}), so every alert's needs one",
+    ]
+
+
+def test_a_catalog_that_sources_no_for_still_loads(minimal_catalog):
+    assert "for_source" not in (minimal_catalog / "failure_modes.yaml").read_text()
+    assert [a.for_source for fm in load_catalog(minimal_catalog).failure_modes for a in fm.alerts] == [""]
+
+
+# --- windows: the ranges the alerts read, named and sourced -------------------------------------------------
+
+# Failure modes whose alerts still spell a range literally: telemetry_blind_spot's [1h] is the hour its
+# `lookback` threshold describes and should read it (a change of its dashboards' output, left for a later
+# pass). A new literal range elsewhere is a window to declare.
+LITERAL_RANGES = {"telemetry_blind_spot"}
+
+
+def test_bundled_windows_have_sources_and_the_rest_is_known():
+    import re
+    windows = [(fm.id, w) for fm in BUNDLED.failure_modes for w in fm.windows]
+    assert len(windows) >= 15 and all(w.source.strip() and w.seconds > 0 for _, w in windows)
+    literal = {fm.id for fm in BUNDLED.failure_modes for a in fm.alerts
+               if re.search(r"(?<!\[)\[\d+[smhdw]\]", a.expr)}
+    assert literal == LITERAL_RANGES
+
+
+def test_windows_render_as_the_ranges_they_name(tmp_path):
+    """[[ w.median ]] is the declared value as a range: lengthening the window lengthens every range it names."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+
+    def exprs(catalog):
+        rules = build_rules(catalog, settings)
+        return [r.expr for f in rules.files for g in f.groups for r in g.rules
+                if r.failure_mode == "memory_bandwidth_bound" and r.alert]
+
+    assert exprs(BUNDLED) and all(e.count("[15m]") == 2 for e in exprs(BUNDLED))
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    at = text.index("        value: 15m", text.index("  - id: memory_bandwidth_bound"))
+    f.write_text(text[:at] + "        value: 20m" + text[at + len("        value: 15m"):])
+    longer = exprs(load_catalog(d))
+    assert longer and all(e.count("[20m]") == 2 and "[15m]" not in e for e in longer)
+
+
+def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    start = text.index("    windows:\n", text.index("  - id: memory_overheat"))
+    f.write_text(text[:start] + "    windows:\n      - name: spare\n        value: 1h\n" + text[start + len("    windows:\n"):])
+    line = line_of(f, "- name: spare")
+    assert errors_of(load_catalog, d) == [
+        f"{f}:{line}:9: error[missing-key]: failure mode memory_overheat window: missing required key 'source'",
+        f"{f}:{line}:9: error[unused-window]: failure mode memory_overheat: window 'spare' is read by no alert",
+    ]
+
+
+def test_signals_test_clock_bits_by_name(tmp_path):
+    """signals.yaml tests a bit as floor(x / [[ bit.METRIC.NAME ]]) % 2: the value comes from the catalog's table,
+    and a bit renamed in metrics.yaml fails the signal that reads it, on the signal's line."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+    thermal = next(s for s in BUNDLED.signals if s.record == "gpu:dcgm_clock_event_thermal:active")
+    assert f"[[ bit.{CLOCK}.hw_thermal ]]" in thermal.expr and "/ 64" not in thermal.expr
+    d, p = bad_bits(tmp_path, "name: hw_thermal,", "name: hw_thermal_slowdown,")
+    with pytest.raises(RulesgenError) as info:
+        build_rules(load_catalog(d), settings)
+    [diag] = [x for x in info.value.diagnostics if "hw_thermal" in x.message]
+    assert diag.path.endswith("signals.yaml") and diag.code == "unknown-reference"
+    assert f"unknown bit of {CLOCK}" in diag.message and "'hw_thermal'" in diag.message
