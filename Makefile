@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: render test test-live test-sharding test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
+.PHONY: render test test-live test-package test-sharding test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(STAMP) tools
 # victoria-metrics + vmalert -> Alertmanager -> webhook): ~18 minutes, both engines at once; writes benchmarks/results/live-latency.md.
 test-live: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -s -m live tests/live
+
+# The built wheel installed into a fresh venv and used as users use it (marker package, tests/test_package.py):
+# about 2 minutes on 2 cores, mostly pip; CI runs it.
+test-package: $(STAMP) tools
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m package tests/test_package.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
 # multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from rulesgen.tools import ToolMissing, find_tool
 
-pytestmark = pytest.mark.engines
+pytestmark = [pytest.mark.engines, pytest.mark.package]  # make test-package (CI): a wheel built and installed
 
 # What the build reads; copied so that no build/ or egg-info lands in the checkout (nor stale files in the wheel).
 BUILD_INPUTS = ("pyproject.toml", "README.md", "MANIFEST.in", "LICENSE", "LICENSE.txt", "setup.cfg", "setup.py")
