@@ -87,10 +87,12 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> 
         replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]
         rule_files = [os.path.relpath(f.path, "tests/promtool") for f in replayed]
         group_order = [g.name for f in replayed for g in f.groups]
-        series = {s.name: series_block(s) for s in scenarios}
+        series = {}
         for s in scenarios:
+            doc = scenario_test(s, rule_files, group_order)
+            series[s.name] = series_block(doc)
             text = header([f"promtool unit test replaying scenario {s.name} ({Path(s.path).name}).",
-                           "Run: promtool test rules tests/promtool/*.yaml"]) + with_series(scenario_test(s, rule_files, group_order), series[s.name])
+                           "Run: promtool test rules tests/promtool/*.yaml"]) + with_series(doc, series[s.name])
             artifacts.append(Artifact(f"tests/promtool/{s.name}.yaml", text))
         artifacts += vmalert_artifacts(replayed, scenarios, series)
     artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules)) + [provider_artifact(settings)]
@@ -111,9 +113,9 @@ def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:
             f"must be at most {format_duration(limit)}")])
 
 
-def series_block(s: Scenario) -> str:
-    """The scenario's input series as YAML, dumped once for both engines' tests (most of their text)."""
-    return dump_nested("tests", "input_series", [{"series": series, "values": values} for series, values in s.series])
+def series_block(doc: dict) -> str:
+    """A scenario test's input series as YAML, dumped once for both engines' tests (most of their text)."""
+    return dump_nested("tests", "input_series", doc["tests"][0]["input_series"])
 
 
 def with_series(doc: dict, block: str) -> str:

@@ -28,6 +28,6 @@ def test_a_spliced_test_is_the_dump_of_the_whole_test(kind):
     s = scenario()
     doc = (document(s, ["../../alerts/prometheus/health.yaml"], ["g1", "g2"], [{"expr": "vector(1)"}])
            if kind == "promtool" else vmalert_tests.scenario_test(s, ["rules/levels.yaml"], ["g1"]))
-    spliced = with_series(doc, series_block(s))
+    spliced = with_series(doc, series_block(doc))
     assert spliced == dump(doc)
     assert yaml.safe_load(spliced)["tests"][0]["input_series"][2]["series"] == SERIES[2][0]
