@@ -4,6 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+# The *-all targets replay every case by default; REPLAY=rest leaves out what `make test` replays (CI runs
+# them after make test has passed).
+REPLAY ?= all
+
 .PHONY: render test test-live test-package test-sharding test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
@@ -30,34 +34,34 @@ test: $(STAMP) tools
 test-live: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -s -m live tests/live
 
-# The built wheel installed into a fresh venv and used as users use it (marker package, tests/test_package.py):
+# The built wheel installed into a fresh venv and used as users use it, and a repository `rulesgen init`
+# scaffolds running its own `make test` (marker package, tests/test_package.py and tests/test_delivery.py):
 # about 2 minutes on 2 cores, mostly pip; CI runs it.
 test-package: $(STAMP) tools
-	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m package tests/test_package.py
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m package tests/test_package.py tests/test_delivery.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
 # multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;
-# RULESGEN_SHARDING=ci: the cross-shard scenarios and those the proof once caught, as .ci/run does), the
-# regrouped files against the unsplit ones, one shard plus the global tier. make test runs the two-shard
-# proof on shard-capacity-two-plus-two.
+# RULESGEN_SHARDING=ci: the cross-shard scenarios, as .ci/run does; =found: and those the proof once caught), the
+# regrouped files against the unsplit ones, one shard plus the global tier. make test runs none of them.
 test-sharding: $(STAMP) tools
 	RULESGEN_SHARDING=$(or $(RULESGEN_SHARDING),all) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
 
 # Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
 test-vm-all: $(STAMP) tools
-	RULESGEN_VM_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
+	RULESGEN_VM_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
 
-# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~6 minutes on 2 cores.
+# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~20 minutes on 2 cores.
 test-scenarios-all: $(STAMP) tools
-	RULESGEN_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_scenarios.py -k passes_in_promtool
+	RULESGEN_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_scenarios.py -k passes_in_promtool
 
 # The whole promtool 2.42 subset (make test runs one of its six scenarios): ~1 minute on 2 cores.
 test-2.42-all: $(STAMP) tools
-	RULESGEN_242_SCENARIOS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_engines.py -k passes_on_promtool_2_42
+	RULESGEN_242_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_engines.py -k passes_on_promtool_2_42
 
 # Every dialect cell on promtool (make test runs one per dialect): ~2 minutes on 2 cores.
 test-dialects-all: $(STAMP) tools
-	RULESGEN_DIALECT_CELLS=all PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_dialects.py -k passes_in_dialect
+	RULESGEN_DIALECT_CELLS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_dialects.py -k passes_in_dialect
 
 # Fleet benchmark (benchmarks/fleet.py, ~35 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0

@@ -50,6 +50,18 @@ def selected(config, module: str, test: str) -> set:
     return config.stash.get(SELECTED, {}).get((module, test), set())
 
 
+def replay_choice(variable: str, every: list, quick: list, default: str = "quick") -> list:
+    """The cases a replay test runs, by environment variable: `quick` (what `make test` replays), `all`,
+    or `rest` (all but quick: CI's *-all targets after make test has replayed quick, REPLAY=rest)."""
+    choice = os.environ.get(variable, default).strip()
+    if choice == "all":
+        return list(every)
+    if choice == "rest":
+        return [case for case in every if case not in quick]
+    assert choice == default, f"{variable}={choice!r}: expected {default}, all or rest"
+    return list(quick)
+
+
 def errors_of(fn, *args) -> list[str]:
     """The diagnostics fn(*args) raises, as printed (path:line:col: error[code]: message)."""
     from rulesgen.errors import RulesgenError

@@ -147,6 +147,7 @@ def test_counters_enable_what_the_rules_read(rendered, tmp_path):
     assert values["customMetrics"] == csv
 
 
+@pytest.mark.package  # make test-package (CI): the scaffold's own make test, as a user runs it
 def test_init_scaffolds_a_repo_whose_render_and_promtool_pass(tmp_path, promtool):
     repo = tmp_path / "gitops"
     result = run_cli("init", str(repo))

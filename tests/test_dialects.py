@@ -4,11 +4,10 @@
 The unit tests check the transforms themselves; the engine tests replay the matrix cells that fit
 `make test`'s budget through the real promtool 3.5 (`rulesgen replay --dialect` runs any other cell)."""
 
-import os
 
 import pytest
 
-from conftest import ROOT, promtool_jobs, replay_fixture, run_cli, selected
+from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
 from rulesgen import artifacts as arts
 from rulesgen import dialects
 from rulesgen.builders.promtool_tests import scenario_test
@@ -56,7 +55,7 @@ QUICK = [
     ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
     ("dataloader-starvation", "prometheus-default"),
 ]
-MATRIX = ALL_CELLS if os.environ.get("RULESGEN_DIALECT_CELLS", "quick").strip() == "all" else QUICK
+MATRIX = replay_choice("RULESGEN_DIALECT_CELLS", ALL_CELLS, QUICK)
 
 
 @pytest.fixture(scope="module")

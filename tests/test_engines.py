@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import largest_first, replay_env, replay_fixture, tool
+from conftest import largest_first, replay_choice, replay_env, replay_fixture, tool
 from rulesgen.tools import tool_version
 
 pytestmark = pytest.mark.engines
@@ -39,7 +39,7 @@ ALL_ON_2_42 = [
     "normal-node-leaves-fleet",
 ]
 QUICK_ON_2_42 = ["ecc-uncorrectable-dbe"]
-SUBSET_ON_2_42 = ALL_ON_2_42 if os.environ.get("RULESGEN_242_SCENARIOS", "quick").strip() == "all" else QUICK_ON_2_42
+SUBSET_ON_2_42 = replay_choice("RULESGEN_242_SCENARIOS", ALL_ON_2_42, QUICK_ON_2_42)
 
 
 @pytest.mark.parametrize("name,pattern", ENGINES, ids=[e[0] for e in ENGINES])

@@ -2,12 +2,11 @@
 right GPU, and nothing fires on normal load."""
 
 import functools
-import os
 
 import pytest
 import yaml
 
-from conftest import ROOT, promtool_jobs, replay_fixture, run_cli, selected
+from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
 from rulesgen.promql import format_number
@@ -34,15 +33,14 @@ LONG_HISTORIES = tuple(p.stem for p in SCENARIOS if p.stem.startswith("baseline-
 # the short hard-loss scenarios (every GPU of a node lost, an NVLink fabric, a hung host engine) and one
 # scenario per alert group the other engines' replays leave (a straggler: efficiency; the ghost-loss chain:
 # jobs). With the other engines' make-test replays (vmalert-tool's SUBSET: baselines, fleet; the
-# dialect cells; promtool 2.42; the two-shard proof) every alert group fires in make test:
+# dialect cells; promtool 2.42) every alert group fires in make test:
 # test_make_test_fires_every_alert_group keeps it so.
 QUICK = (
     "ecc-uncorrectable-dbe", "ghost-loss-dbe-plateau", "gpu-lost-every-gpu", "memory-remap-failure",
     "normal-checkpoint-full-memory", "normal-node-leaves-fleet", "nvlink-fabric-gb200-nvl72", "straggler",
     "telemetry-frozen-hostengine-hang",
 )
-REPLAYED = [p.stem for p in SCENARIOS
-            if os.environ.get("RULESGEN_SCENARIOS", "").strip() == "all" or p.stem in QUICK]
+REPLAYED = replay_choice("RULESGEN_SCENARIOS", [p.stem for p in SCENARIOS], [p.stem for p in SCENARIOS if p.stem in QUICK])
 
 
 @functools.cache
@@ -79,10 +77,9 @@ def make_test_replays() -> set[str]:
     """Every scenario some engine replays in `make test` (each module's default selection)."""
     import test_dialects
     import test_engines
-    import test_sharding
     import test_victoriametrics
     return (set(QUICK) | set(test_victoriametrics.SUBSET) | {name for name, _ in test_dialects.QUICK}
-            | set(test_engines.QUICK_ON_2_42) | set(test_sharding.QUICK))
+            | set(test_engines.QUICK_ON_2_42))
 
 
 def test_make_test_fires_every_alert_group():

@@ -368,7 +368,7 @@ def _one_shard_test(tmp_path: Path, scenario: str) -> Path:
     return path
 
 
-@pytest.mark.equality  # make test-sharding (CI); make test proves the two shards on shard-capacity-two-plus-two
+@pytest.mark.equality  # make test-sharding (CI)
 @pytest.mark.parametrize("scenario", ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"])
 def test_one_shard_plus_global_gives_the_single_servers_alerts(promtool, tmp_path, scenario):
     proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(tmp_path, scenario))],
