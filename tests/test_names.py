@@ -205,6 +205,23 @@ def test_series_check_names_the_rule_and_the_panel_that_read_nothing():
     ]
 
 
+def test_a_panel_drawing_a_rules_wrong_name_is_that_rules_error_only():
+    """A failure mode's expression reading a name nothing produces is drawn by its panel too: one error, at
+    the rule's position (the catalog line in a real build), not a second one at the dashboard file."""
+    catalog, settings = load_inputs(bundled_catalog_dir(), CONFIG)
+    rules = RuleSet(files=(RuleFile("alerts/prometheus/x.yaml", (RuleGroup("g", (
+        Rule(alert="GPUHot", expr="A > 85"),), 30),)),))
+    dash = DashboardFile("d", "dashboards/d.json", Dashboard(title="d", panels=[TimeSeries(
+        title="Hot", targets=[Target(expr="A"), Target(expr="B")])]))
+    errors = Collector()
+    known = series_check.produced(catalog, settings, rules)
+    reported = series_check.rule_problems(rules, known, errors)
+    series_check.dashboard_problems([dash], known, errors, reported)
+    assert reported == {"A"}
+    assert [(e.path, e.message.split(" reads ")[1][:3]) for e in errors.items] == [
+        ("alerts/prometheus/x.yaml", "'A'"), ("dashboards/d.json", "'B'")]
+
+
 def test_bundled_render_reads_only_produced_series():
     catalog, settings = load_inputs(bundled_catalog_dir(), CONFIG)
     rules = build_rules(catalog, settings)

@@ -3,7 +3,7 @@ import random
 import string
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import MINIMAL_CATALOG
@@ -34,6 +34,7 @@ def mutate(text: str, seed: int, junk: str) -> str:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(sorted(MINIMAL_CATALOG)), seed=st.integers(0, 10**6), junk=NOISE)
+@example(name="failure_modes.yaml", seed=194, junk="A")  # an alert and its panel read one wrong name
 def test_mutated_catalog_never_tracebacks(tmp_path_factory, name, seed, junk):
     d = tmp_path_factory.mktemp("cat")
     for n, text in MINIMAL_CATALOG.items():

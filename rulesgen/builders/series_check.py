@@ -36,15 +36,19 @@ def unread(expr: str, known: set[str]) -> list[str]:
     return [n for n in promql_tree.names_read(expr) if n not in known]
 
 
-def rule_problems(rules: RuleSet, known: set[str], errors: Collector) -> None:
+def rule_problems(rules: RuleSet, known: set[str], errors: Collector) -> set[str]:
+    """Adds an error per rule reading an unknown name; returns those names."""
+    reported = set()
     for f in rules.files:
         for g in f.groups:
             for r in g.rules:
                 what = f"recording rule {r.record}" if r.record else f"alert {r.alert}"
                 for name in unread(r.expr, known):
+                    reported.add(name)
                     errors.add(r.source or Where(f.path), "unknown-series",
                                f"{what} ({f.path}, group {g.name}) reads {name!r}: no rule records it and no catalog "
                                f"metric has that name{did_you_mean(name, known)}")
+    return reported
 
 
 def queries(dashboard: DashboardFile):
@@ -68,7 +72,10 @@ def queries(dashboard: DashboardFile):
     yield from walk(data, dashboard.id)
 
 
-def dashboard_problems(dashboards: list[DashboardFile], known: set[str], errors: Collector) -> None:
+def dashboard_problems(dashboards: list[DashboardFile], known: set[str], errors: Collector,
+                       reported: set[str] = frozenset()) -> None:
+    """A name a rule already reads wrongly is that rule's error, at its catalog line: a panel drawing the
+    same expression adds nothing but a position in an output file."""
     for d in dashboards:
         for title, expr in queries(d):
             for pattern, value in MACROS:
@@ -78,6 +85,8 @@ def dashboard_problems(dashboards: list[DashboardFile], known: set[str], errors:
                 errors.add(Where(d.path), "promql-syntax", f"dashboard {d.id}, panel {title!r}: {problems[0]}")
                 continue
             for name in unread(expr, known):
+                if name in reported:
+                    continue
                 errors.add(Where(d.path), "unknown-series",
                            f"dashboard {d.id}, panel {title!r} reads {name!r}: no rule records it and no catalog "
                            f"metric has that name{did_you_mean(name, known)}")
@@ -87,6 +96,6 @@ def check_reads(catalog: Catalog, settings: Settings, rules: RuleSet, dashboards
     """Raise with every rule and panel that reads a series nothing produces."""
     known = produced(catalog, settings, rules)
     errors = Collector()
-    rule_problems(rules, known, errors)
-    dashboard_problems(dashboards, known, errors)
+    reported = rule_problems(rules, known, errors)
+    dashboard_problems(dashboards, known, errors, reported)
     errors.raise_if_any()
