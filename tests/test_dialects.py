@@ -4,7 +4,6 @@
 The unit tests check the transforms themselves; the engine tests replay the matrix cells that fit
 `make test`'s budget through the real promtool 3.5 (`rulesgen replay --dialect` runs any other cell)."""
 
-
 import pytest
 
 from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected

@@ -47,9 +47,10 @@ def _scenarios():
 
 ALL = _scenarios()
 MULTI_NODE = sorted(name for name, s in ALL.items() if se.is_multi_node(s))
+SELECTIONS = {"all": tuple(MULTI_NODE), "ci": tuple(CROSS_SHARD), "found": tuple(CROSS_SHARD) + FOUND}
 _SELECTION = os.environ.get("RULESGEN_SHARDING", "all").strip()
-CHOSEN = [name for name in MULTI_NODE
-          if _SELECTION == "all" or name in tuple(CROSS_SHARD) + (FOUND if _SELECTION == "found" else ())]
+assert _SELECTION in SELECTIONS, f"RULESGEN_SHARDING={_SELECTION!r}: expected one of {sorted(SELECTIONS)}"
+CHOSEN = [name for name in MULTI_NODE if name in SELECTIONS[_SELECTION]]
 
 
 def _hosts(series) -> set[str]:
