@@ -69,8 +69,13 @@ def for_settings(scenarios: list[Scenario], settings) -> list[Scenario]:
     return out
 
 
-def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> Plan:
+def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, scenario_tests: bool | None = None) -> Plan:
+    """Every output file. The scenario tests are planned when `scenario_tests` says so, else when the
+    config's outputs.scenario_tests does (default on): a repository that does not commit them renders them
+    where they run."""
     catalog, settings = load_inputs(catalog_dir, config)
+    if scenario_tests is None:
+        scenario_tests = settings.outputs.scenario_tests
     rules = build_rules(catalog, settings)
     check_scrape_interval(settings, rules)
     artifacts = [Artifact(f.path, render_rule_file(f)) for f in rules.files]
@@ -81,7 +86,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None) -> 
     if sharded is not None:
         artifacts += sharded_artifacts(sharded)
     scenarios = []
-    if scenarios_dir is not None and scenarios_dir.is_dir():
+    if scenario_tests and scenarios_dir is not None and scenarios_dir.is_dir():
         scenarios = for_settings(load_scenarios(sorted(scenarios_dir.glob("*.yaml")), [fm.id for fm in catalog.failure_modes]),
                                  settings)
         replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]

@@ -102,6 +102,7 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     conf(f"  alertmanager: {_scalar(s.outputs.alertmanager)}  # alertmanager/rulesgen.yaml: routes and inhibit_rules")
     conf(f"  runbooks: {_scalar(s.outputs.runbooks)}  # runbooks/<failure-mode>.md")
     conf(f"  exporter_counters: {_scalar(s.outputs.exporter_counters)}  # exporter/: the dcgm-exporter counters the rules read")
+    conf(f"  scenario_tests: {_scalar(s.outputs.scenario_tests)}  # tests/promtool/, tests/vmalert/: a unit test per scenario")
     gap()
     prose("Receiver names used in alertmanager/rulesgen.yaml.")
     conf("alertmanager:")

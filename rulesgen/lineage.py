@@ -174,4 +174,6 @@ def alert_path(plan: Plan, fm_id: str) -> list[str]:
     tests = [p for s in expecting for p in (f"tests/promtool/{s}.yaml", f"{vmalert_tests.TESTS_DIR}/{s}.yaml") if p in paths]
     if tests:
         lines.append(f"  tests expecting it: {', '.join(tests)}")
+    elif not plan.scenarios and not plan.settings.outputs.scenario_tests:
+        lines.append("  tests expecting it: not among the outputs (outputs.scenario_tests: false; --scenario-tests lists them)")
     return lines

@@ -46,6 +46,7 @@ class Outputs:
     alertmanager: bool = True
     runbooks: bool = True
     exporter_counters: bool = True
+    scenario_tests: bool = True  # tests/promtool/ and tests/vmalert/: one unit test per scenario
 
 
 @dataclass(frozen=True)
@@ -372,7 +373,8 @@ def _outputs(node, errors: Collector) -> Outputs:
         kf.done()
     out = Outputs(**kube, alertmanager=bool(f.bool("alertmanager", default=True)),
                   runbooks=bool(f.bool("runbooks", default=True)),
-                  exporter_counters=bool(f.bool("exporter_counters", default=True)))
+                  exporter_counters=bool(f.bool("exporter_counters", default=True)),
+                  scenario_tests=bool(f.bool("scenario_tests", default=True)))
     f.done()
     return out
 

@@ -97,8 +97,18 @@ def vmalert():
 
 @pytest.fixture(scope="session")
 def rendered(tmp_path_factory):
-    """A fresh render of the bundled catalog with the repository's config into a temp dir."""
+    """A fresh render of the bundled catalog with the repository's config into a temp dir, with the scenario
+    tests the repository does not commit (tests/promtool/, tests/vmalert/: outputs.scenario_tests is false)."""
     out = tmp_path_factory.mktemp("render")
+    result = run_cli("render", "--scenario-tests", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def rendered_outputs(tmp_path_factory):
+    """What `make render` writes and `make check` compares: the repository's config as it is."""
+    out = tmp_path_factory.mktemp("outputs")
     result = run_cli("render", "--out", str(out))
     assert result.returncode == 0, result.stderr
     return out

@@ -101,10 +101,10 @@ def test_every_option_has_help_and_shared_options_are_one_declaration():
 # --- 2. render --diff, check --diff -----------------------------------------------------------------
 
 @pytest.fixture
-def edited(rendered, tmp_path):
+def edited(rendered_outputs, tmp_path):
     """A copy of a fresh render with one file edited, one deleted and one stale generated file added."""
     out = tmp_path / "out"
-    shutil.copytree(rendered, out)
+    shutil.copytree(rendered_outputs, out)
     health = out / "alerts" / "prometheus" / "health.yaml"
     health.write_text(health.read_text().replace("for: 1m", "for: 2m", 1))
     (out / "runbooks" / "gpu-lost.md").unlink()
@@ -134,12 +134,12 @@ def test_render_diff_is_a_dry_run_that_prints_what_would_change(edited):
         assert run_cli("check", "--out", str(edited)).returncode == 0
 
 
-def test_check_diff_prints_the_stale_files_and_fails(edited, rendered):
+def test_check_diff_prints_the_stale_files_and_fails(edited, rendered_outputs):
     result = run_cli("check", "--out", str(edited), "--diff")
     assert result.returncode == 1
     assert "--- a/alerts/prometheus/health.yaml\n+++ b/alerts/prometheus/health.yaml\n" in result.stdout
     assert "alerts/prometheus/health.yaml: differs from a fresh render" in result.stderr
-    fresh = run_cli("check", "--out", str(rendered), "--diff")
+    fresh = run_cli("check", "--out", str(rendered_outputs), "--diff")
     assert fresh.returncode == 0 and fresh.stdout.endswith("generated files are up to date\n")
 
 

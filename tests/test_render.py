@@ -34,7 +34,7 @@ def alerts(root):
 
 def test_render_is_byte_identical_twice(rendered, tmp_path):
     again = tmp_path / "again"
-    assert run_cli("render", "--out", str(again)).returncode == 0
+    assert run_cli("render", "--scenario-tests", "--out", str(again)).returncode == 0
     first = {p.relative_to(rendered): p.read_bytes() for p in rendered.rglob("*") if p.is_file()}
     second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
     assert first == second and first
@@ -113,9 +113,9 @@ def test_committed_outputs_are_fresh():
     assert differences(ROOT, p.artifacts) == []
 
 
-def test_check_fails_on_stale_output(rendered, tmp_path):
+def test_check_fails_on_stale_output(rendered_outputs, tmp_path):
     out = tmp_path / "out"
-    shutil.copytree(rendered, out)
+    shutil.copytree(rendered_outputs, out)
     target = out / "alerts" / "prometheus" / "health.yaml"
     target.write_text(target.read_text().replace("for: 1m", "for: 2m", 1))
     result = run_cli("check", "--out", str(out))
@@ -139,7 +139,7 @@ def test_model_patterns_are_mutually_exclusive():
 def test_explain_traces_each_alert_from_the_catalog_to_its_files():
     """`rulesgen explain` names the path: catalog file:line, alert and group, the records it reads
     (transitively, with their catalog lines), the rule files, dashboard panel, runbook and tests."""
-    result = run_cli("explain", "thermal_throttling")
+    result = run_cli("explain", "thermal_throttling", "--scenario-tests")
     assert result.returncode == 0, result.stderr
     path = result.stdout.split("\nPATH (catalog -> rules -> files)\n", 1)[1]
     lines = [x.strip() for x in path.splitlines()]
@@ -159,3 +159,7 @@ def test_explain_traces_each_alert_from_the_catalog_to_its_files():
     assert "runbook: runbooks/thermal-throttling.md (the alerts' runbook_url)" in lines
     tests = next(x for x in lines if x.startswith("tests expecting it: "))
     assert "tests/promtool/thermal-throttling-cooling-failure.yaml" in tests.removeprefix("tests expecting it: ").split(", ")
+    # this repository's config does not render them (outputs.scenario_tests: false): explain says so
+    plain = run_cli("explain", "thermal_throttling")
+    assert "  tests expecting it: not among the outputs (outputs.scenario_tests: false; --scenario-tests lists them)" \
+        in plain.stdout.splitlines(), plain.stdout

@@ -17,6 +17,15 @@ from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.settings import Settings
 
 COMMITTED = ROOT / "rulesgen.yaml"
+
+
+def user_config(path: Path) -> Path:
+    """The repository's config as a GitOps repository keeps it, its scenario tests among the outputs (this
+    repository renders them where they run: outputs.scenario_tests is false)."""
+    text = COMMITTED.read_text()
+    assert "\n  scenario_tests: false\n" in text
+    path.write_text(text.replace("\n  scenario_tests: false\n", "\n  scenario_tests: true\n"))
+    return path
 TMP_PREFIX = ".rulesgen-render-"  # rulesgen.artifacts.TMP_PREFIX (spelled out: the tests must also run on older code)
 USAGE = "Usage: rulesgen render [OPTIONS]\nTry 'rulesgen render --help' for help.\n\nError: "
 
@@ -43,7 +52,7 @@ def repo(tmp_path, scenarios):
     """A GitOps folder rendered with the repository's config (8 PrometheusRule files among its outputs)."""
     d = tmp_path / "repo"
     d.mkdir()
-    shutil.copy(COMMITTED, d / "rulesgen.yaml")
+    user_config(d / "rulesgen.yaml")
     result = run_cli("render", "--scenarios", str(scenarios), cwd=d)
     assert result.returncode == 0, result.stderr
     assert len(list((d / "deploy/prometheus-operator").glob("*.yaml"))) >= 8
@@ -107,7 +116,7 @@ def test_a_typo_in_scenarios_is_a_usage_error_and_keeps_the_generated_tests(repo
 def test_no_scenarios_folder_at_all_is_said_on_stderr(tmp_path):
     folder = tmp_path / "repo"
     folder.mkdir()
-    shutil.copy(COMMITTED, folder / "rulesgen.yaml")
+    user_config(folder / "rulesgen.yaml")
     result = run_cli("render", cwd=folder)
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
@@ -115,11 +124,54 @@ def test_no_scenarios_folder_at_all_is_said_on_stderr(tmp_path):
         "(generated ones there are removed); pass --scenarios DIR"]
 
 
+def scenario_tests_off(repo: Path) -> None:
+    config = repo / "rulesgen.yaml"
+    config.write_text(config.read_text().replace("\n  scenario_tests: true\n", "\n  scenario_tests: false\n"))
+
+
+def test_scenario_tests_turned_off_are_removed_by_name_and_not_warned_about(repo, scenarios):
+    """outputs.scenario_tests: false (as in this repository): render lists the generated tests it removes;
+    no scenarios folder is then no warning; --scenario-tests plans them again for one command."""
+    tests = sorted(p for p in tree(repo) if p.startswith(("tests/promtool/", "tests/vmalert/")))
+    assert "tests/promtool/thermal-throttling-cooling-failure.yaml" in tests
+    scenario_tests_off(repo)
+    result = run_cli("render", "--scenarios", str(scenarios), cwd=repo)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert [f"  {p} (removed)" for p in tests] == sorted(x for x in result.stdout.splitlines() if x.startswith("  tests/"))
+    assert not [p for p in tree(repo) if p.startswith("tests/")]
+    assert run_cli("check", "--scenarios", str(scenarios), cwd=repo).returncode == 0
+    stale = run_cli("check", "--scenarios", str(scenarios), "--scenario-tests", cwd=repo)
+    assert stale.returncode == 1 and "tests/promtool/thermal-throttling-cooling-failure.yaml: missing" in stale.stderr
+    no_folder = run_cli("render", cwd=repo)  # no fixtures/scenarios nor scenarios/ here
+    assert (no_folder.returncode, no_folder.stderr) == (0, "")
+
+
+def test_rulesgen_test_runs_scenario_tests_that_are_not_outputs_in_a_temporary_folder(repo, scenarios, promtool):
+    scenario_tests_off(repo)
+    assert run_cli("render", "--scenarios", str(scenarios), cwd=repo).returncode == 0
+    before = tree(repo)
+    env = {**os.environ, "PATH": f"{Path(promtool).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = run_cli("test", "--scenarios", str(scenarios), cwd=repo, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+    assert tree(repo) == before
+
+
+def test_a_scenario_tests_value_that_is_not_a_boolean_names_the_key(repo, scenarios):
+    before = tree(repo)
+    (repo / "rulesgen.yaml").write_text("outputs:\n  scenario_tests: sometimes\n")
+    result = run_cli("render", "--scenarios", str(scenarios), cwd=repo)
+    assert (result.returncode, result.stderr) == (1, "rulesgen.yaml:2:3: error[bad-type]: outputs.scenario_tests must be "
+                                                     "true or false, got 'sometimes'\n1 error(s); nothing written.\n")
+    assert tree(repo) == {**before, "rulesgen.yaml": b"outputs:\n  scenario_tests: sometimes\n"}
+
+
 def test_render_into_a_folder_of_other_files_is_a_usage_error(tmp_path, scenarios):
     home = tmp_path / "home"
     home.mkdir()
     (home / "notes.txt").write_text("mine\n")
-    result = run_cli("render", "--config", str(COMMITTED), "--scenarios", str(scenarios), "--out", str(home), cwd=tmp_path)
+    config = user_config(tmp_path / "rulesgen.yaml")
+    result = run_cli("render", "--config", str(config), "--scenarios", str(scenarios), "--out", str(home), cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith(f"{USAGE}--out {home}: this folder holds other files, no rulesgen.yaml and no earlier "
                                     f"render; rendering would write ")
@@ -329,7 +381,7 @@ def small_old_and_new(minimal_catalog, tmp_path):
     """The same on the one-mode test catalog (a render in a second: every commit step can be interrupted)."""
     repo = tmp_path / "small"
     repo.mkdir()
-    shutil.copy(COMMITTED, repo / "rulesgen.yaml")
+    user_config(repo / "rulesgen.yaml")
     (tmp_path / "no-scenarios").mkdir()
     args = ["--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "no-scenarios")]
     assert run_cli("render", *args, cwd=repo).returncode == 0
@@ -454,7 +506,7 @@ def test_an_unwritable_output_folder_is_one_line_naming_it(tmp_path, scenarios):
         os.chmod(top, 0o755)
         folder = top / "repo"
         folder.mkdir()
-        shutil.copy(COMMITTED, folder / "rulesgen.yaml")
+        user_config(folder / "rulesgen.yaml")
         scen = top / "scenarios"
         shutil.copytree(scenarios, scen)
         for p in (top, folder, scen, *scen.iterdir(), folder / "rulesgen.yaml"):

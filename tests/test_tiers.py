@@ -246,8 +246,8 @@ def sharded_render(tmp_path_factory):
     single_cfg.write_text((ROOT / "rulesgen.yaml").read_text().replace("topology: sharded", "topology: single"))
     scenarios = tmp_path_factory.mktemp("scenarios")
     shutil.copy(ROOT / "fixtures" / "scenarios" / "shard-capacity-two-plus-two.yaml", scenarios)
-    sharded_plan = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", scenarios)
-    single_plan = plan(bundled_catalog_dir(), single_cfg, scenarios)
+    sharded_plan = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", scenarios, scenario_tests=True)
+    single_plan = plan(bundled_catalog_dir(), single_cfg, scenarios, scenario_tests=True)
     return single_plan, sharded_plan
 
 

@@ -75,14 +75,14 @@ def fail(exc: RulesgenError) -> None:
     sys.exit(1)
 
 
-def plan_or_fail(catalog, config, scenarios, parse_with_promtool=False):
+def plan_or_fail(catalog, config, scenarios, parse_with_promtool=False, scenario_tests=None):
     ctx = click.get_current_context(silent=True)
     explicit = ctx is not None and ctx.get_parameter_source("scenarios") not in (None, click.core.ParameterSource.DEFAULT)
     if scenarios and explicit and not Path(scenarios).is_dir():
         raise click.BadParameter(f"{scenarios}: no such folder (without it the generated scenario tests in "
                                  f"tests/promtool/ and tests/vmalert/ would be removed)", param_hint="--scenarios")
     try:
-        plan = arts.plan(Path(catalog), config_path(config), Path(scenarios) if scenarios else None)
+        plan = arts.plan(Path(catalog), config_path(config), Path(scenarios) if scenarios else None, scenario_tests)
         if parse_with_promtool:
             promtool_parse(plan)
         return plan
@@ -108,8 +108,9 @@ def promtool_parse(plan) -> None:
 SCENARIO_DIRS = ("fixtures/scenarios", "scenarios")
 
 
-def scenario_warnings(plan, scenarios) -> None:
-    if scenarios and not plan.scenarios:
+def scenario_warnings(plan, scenarios, scenario_tests=None) -> None:
+    wanted = plan.settings.outputs.scenario_tests if scenario_tests is None else scenario_tests
+    if wanted and scenarios and not plan.scenarios:
         where = f"no scenario in {scenarios}" if Path(scenarios).is_dir() else f"no scenarios folder ({', '.join(SCENARIO_DIRS)})"
         warn(f"{where}: tests/promtool/ and tests/vmalert/ get no tests (generated ones there are removed); "
              f"pass --scenarios DIR")
@@ -133,7 +134,11 @@ diff_option = click.option("--diff", "show_diff", is_flag=True,
                            help="Print a unified diff of the files a render would change (a/ on disk, b/ rendered).")
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
                              help="text for people; json: one document on stdout, keys sorted (shapes: docs/cli.md).")
-common = [catalog_option, config_option, scenarios_option]
+scenario_tests_option = click.option(
+    "--scenario-tests/--no-scenario-tests", "scenario_tests", default=None,
+    help="Plan tests/promtool/ and tests/vmalert/ (one unit test per scenario) or not "
+         "[default: the config's outputs.scenario_tests, on unless set to false].")
+common = [catalog_option, config_option, scenarios_option, scenario_tests_option]
 defaults_option = click.option("--defaults", is_flag=True,
                                help=f"Render the bundled defaults without a config file (needed when there is no ./{DEFAULT_CONFIG}).")
 

@@ -102,10 +102,10 @@ def _list_json(plan, inactive, report, counters_file, job_file, stock) -> dict:
 @click.argument("failure_mode")
 @with_common
 @format_option
-def explain(failure_mode, catalog, config, scenarios, fmt):
+def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
     """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files.
     Given a recording rule or alert name instead: its tier (local, partial, global) and why."""
-    plan = plan_or_fail(catalog, config, scenarios)
+    plan = plan_or_fail(catalog, config, scenarios, scenario_tests=scenario_tests)
     ids = [fm.id for fm in plan.catalog.failure_modes]
     rule_names = {r.record or r.alert for r in plan.rules.rules}
     if failure_mode not in ids and failure_mode in rule_names:

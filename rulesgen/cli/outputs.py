@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -31,10 +32,10 @@ def _print_diff(changes) -> None:
 @defaults_option
 @out_option
 @diff_option
-def render(catalog, config, scenarios, defaults, out, show_diff):
+def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff):
     """Render every output file (all or none). --diff: write nothing, print what would change."""
     config = render_config(config, defaults)
-    plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
     if show_diff:
         changes = arts.changes(Path(out), plan.artifacts)
         _print_diff(changes)
@@ -42,7 +43,7 @@ def render(catalog, config, scenarios, defaults, out, show_diff):
         return
     check_out_folder(out, len(plan.artifacts))
     changed = arts.write_all(Path(out), plan.artifacts)
-    scenario_warnings(plan, scenarios)
+    scenario_warnings(plan, scenarios, scenario_tests)
     placeholder_url_warnings(plan.settings)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
@@ -77,9 +78,9 @@ def lock_mismatch(root: Path) -> str | None:
 @out_option
 @diff_option
 @format_option
-def check(catalog, config, scenarios, out, show_diff, fmt):
+def check(catalog, config, scenarios, scenario_tests, out, show_diff, fmt):
     """Fail (exit 1) when the committed outputs differ from a fresh render; --diff shows how."""
-    plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True)
+    plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
     changes = arts.changes(Path(out), plan.artifacts)
     mismatch = lock_mismatch(Path(out))
     if fmt == "json":
@@ -105,22 +106,28 @@ def check(catalog, config, scenarios, out, show_diff, fmt):
 @with_common
 @defaults_option
 @out_option
-def test(catalog, config, scenarios, defaults, out):
-    """Render, then run promtool on every scenario test in tests/promtool/."""
+def test(catalog, config, scenarios, scenario_tests, defaults, out):
+    """Render, then run promtool on every scenario test in tests/promtool/. Where the tests are not among the
+    outputs (outputs.scenario_tests: false, or --no-scenario-tests), they run in a temporary folder and
+    nothing is written to --out."""
     config = render_config(config, defaults)
-    plan = plan_or_fail(catalog, config, scenarios)
-    check_out_folder(out, len(plan.artifacts))
-    arts.write_all(Path(out), plan.artifacts)
-    scenario_warnings(plan, scenarios)
-    files = sorted(Path(out, a.path) for a in plan.artifacts if a.path.startswith("tests/promtool/"))
-    if not files:
-        click.echo("no scenarios found", err=True)
-        sys.exit(1)
-    try:
-        rc, output = run_promtool_test(files)
-    except ToolMissing as exc:
-        error(str(exc))
-        sys.exit(1)
+    plan = plan_or_fail(catalog, config, scenarios, scenario_tests=True)
+    keep = plan.settings.outputs.scenario_tests if scenario_tests is None else scenario_tests
+    scenario_warnings(plan, scenarios, True)
+    with tempfile.TemporaryDirectory(prefix="rulesgen-test-") as scratch:
+        root = Path(out) if keep else Path(scratch)
+        if keep:
+            check_out_folder(out, len(plan.artifacts))
+        arts.write_all(root, plan.artifacts)
+        files = sorted(root / a.path for a in plan.artifacts if a.path.startswith("tests/promtool/"))
+        if not files:
+            click.echo("no scenarios found", err=True)
+            sys.exit(1)
+        try:
+            rc, output = run_promtool_test(files)
+        except ToolMissing as exc:
+            error(str(exc))
+            sys.exit(1)
     click.echo(output.rstrip())
     sys.exit(0 if rc == 0 else 1)
 
