@@ -13,18 +13,28 @@ sys.path.insert(0, str(ROOT))
 from rulesgen.tools import find_tool  # noqa: E402
 
 
-# Tests that use these fixtures run real binaries: they get the `engines` mark, so that
-# `pytest -m "not engines"` runs the model and builder tests alone, in seconds.
-ENGINE_FIXTURES = {"promtool", "vmalert", "vmalert_tool", "amtool", "promtool_results", "matrix_results",
-                   "vmalert_results", "results_on_2_42", "prometheus_bin", "victoria_metrics"}
+# Every binary a test runs comes from one of these session fixtures (fixture -> tool name, marker); the
+# replay fixtures run one engine each. A test using any of them gets the `engines` mark and the mark of
+# what it calls, so that `pytest -m "not engines"` runs the rest on a machine without any engine, and
+# e.g. `-m "not vmalert"` leaves out VictoriaMetrics. tests/test_layout_of_tests.py keeps tests from
+# finding a binary any other way.
+BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.42", "promtool"),
+            "prometheus_bin": ("prometheus", "prometheus"), "prometheus_2_42": ("prometheus-2.42", "prometheus"),
+            "vmalert": ("vmalert", "vmalert"),
+            "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
+            "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
+REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
+                   "vmalert_results": "vmalert"}
+ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()}, **REPLAY_FIXTURES}
 SELECTED = pytest.StashKey[dict]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if ENGINE_FIXTURES & set(item.fixturenames):
-            item.add_marker(pytest.mark.engines)
+        marks = {ENGINE_MARKS[f] for f in item.fixturenames if f in ENGINE_MARKS}
+        for mark in sorted(marks | ({"engines"} if marks else set())):
+            item.add_marker(getattr(pytest.mark, mark))
 
 
 class _SelectionRecorder:
@@ -85,14 +95,23 @@ def tool(name: str) -> str:
         pytest.fail(str(exc))
 
 
-@pytest.fixture(scope="session")
-def promtool():
-    return tool("promtool")
+def _binary_fixture(fixture: str, name: str):
+    @pytest.fixture(scope="session", name=fixture)
+    def binary() -> str:
+        return tool(name)
+    binary.__doc__ = f"The path of {name} (a missing one fails the test, saying how to get it)."
+    return binary
 
 
-@pytest.fixture(scope="session")
-def vmalert():
-    return tool("vmalert")
+for _fixture, (_name, _) in BINARIES.items():
+    globals()[_fixture] = _binary_fixture(_fixture, _name)
+
+
+def engine_param(fixture: str):
+    """A parameter naming one of BINARIES, with its marks (the test gets the path by
+    request.getfixturevalue(fixture)); its id is the tool's name."""
+    name, mark = BINARIES[fixture]
+    return pytest.param(fixture, marks=(pytest.mark.engines, getattr(pytest.mark, mark)), id=name)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 from rulesgen import processes
-from rulesgen.tools import find_tool
 
 
 def port_taken(port: int) -> bool:
@@ -162,8 +161,8 @@ class VictoriaMetrics(Server):
                 "-maxInsertRequestSize=1GB",    # vmalert sends what is left in its queue in one request
                 "-loggerLevel=ERROR")
 
-    def __init__(self, binary: str | None = None, args: tuple | None = None, workdir: Path | None = None):
-        self.binary = binary or find_tool("victoria-metrics")
+    def __init__(self, binary: str, args: tuple | None = None, workdir: Path | None = None):
+        self.binary = binary
         self._own = workdir is None
         self.dir = str(workdir) if workdir else tempfile.mkdtemp(prefix="rulesgen-vm-")
         port = processes.free_port()

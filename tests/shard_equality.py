@@ -30,7 +30,6 @@ import yaml
 from rulesgen.builders.rules import RULE_FILES
 from rulesgen.promql import label_set
 from rulesgen.scenarios import STALE, Scenario, expand
-from rulesgen.tools import find_tool
 
 HOST_LABELS = ("Hostname", "hostname")
 _GOT = re.compile(r"^\s*got:\s*(.*)$")
@@ -154,7 +153,7 @@ class Run:
 AT = "rulesgen_at"
 
 
-def replay(files, series: list[tuple[str, str]], interval: int, evaluation_interval: int, duration: int,
+def replay(promtool: str, files, series: list[tuple[str, str]], interval: int, evaluation_interval: int, duration: int,
            listed: str, workdir: Path, name: str) -> Run:
     """promtool over `series` (promtool notation at `interval`) and `files`, every group in file order;
     returns the samples of the names matching `listed` at every evaluation time. One listing per
@@ -176,7 +175,7 @@ def replay(files, series: list[tuple[str, str]], interval: int, evaluation_inter
     }
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 30))
-    proc = subprocess.run([find_tool("promtool"), "test", "rules", str(path)], cwd=workdir,
+    proc = subprocess.run([promtool, "test", "rules", str(path)], cwd=workdir,
                           capture_output=True, text=True, timeout=3600, env={"GOGC": "800", "GOMAXPROCS": "1", "PATH": "/usr/bin:/bin"})
     out = proc.stdout + proc.stderr
     if (proc.returncode != 0 and "FAILED" not in out) or re.search(r"^\s*(expr: .*)?err(or)?:", out, re.M):
@@ -275,15 +274,15 @@ class Verdict:
                 + (f"\n  missing: {fmt(self.missing)}" if self.missing else ""))
 
 
-def compare(scenario: Scenario, topology: Topology, workdir: Path) -> Verdict:
+def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path) -> Verdict:
     step = gcd(scenario.interval, scenario.evaluation_interval)
     listed = f"ALERTS|{topology.allowlist}"
     halves = split(scenario)
     # the one server and the shards are independent replays: run them at once (one promtool each)
     with ThreadPoolExecutor(max_workers=1 + len(halves)) as pool:
-        single = pool.submit(replay, topology.single, list(scenario.series), scenario.interval,
+        single = pool.submit(replay, promtool, topology.single, list(scenario.series), scenario.interval,
                              scenario.evaluation_interval, scenario.duration, "ALERTS", workdir, "single")
-        shards = [pool.submit(replay, topology.shard, half, scenario.interval, scenario.evaluation_interval,
+        shards = [pool.submit(replay, promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval,
                               scenario.duration, listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
         reference, shard_runs = single.result(), [f.result() for f in shards]
     sent = [s for i, (run, half) in enumerate(zip(shard_runs, halves))
@@ -293,7 +292,7 @@ def compare(scenario: Scenario, topology: Topology, workdir: Path) -> Verdict:
         for t, a in alerts(run, topology.shard_label).items():
             sharded.setdefault(t, set()).update(a)
     if topology.global_:
-        top = replay(topology.global_, sent, step, scenario.evaluation_interval, scenario.duration, "ALERTS",
+        top = replay(promtool, topology.global_, sent, step, scenario.evaluation_interval, scenario.duration, "ALERTS",
                      workdir, "global")
         for t, a in alerts(top, topology.shard_label, own_only=True).items():
             sharded.setdefault(t, set()).update(a)

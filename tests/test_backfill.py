@@ -23,7 +23,6 @@ from servers import Prometheus, VictoriaMetrics
 from rulesgen import conventions, processes, promql
 from rulesgen.backfill import DAY, HOUR
 from rulesgen.settings import Settings
-from rulesgen.tools import ToolMissing, find_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS = 4
@@ -31,12 +30,6 @@ DAYS = 3
 STEP = 60
 LABELS = 'job="dcgm-exporter",Hostname="node-a",modelName="NVIDIA H100 80GB HBM3"'
 
-pytestmark = pytest.mark.engines
-
-try:
-    PROMTOOL, PROMETHEUS, VMALERT = find_tool("promtool"), find_tool("prometheus"), find_tool("vmalert")
-except ToolMissing as exc:  # pragma: no cover - make test installs them
-    pytest.skip(str(exc), allow_module_level=True)
 
 
 def temp(gpu: int, t: int) -> int:
@@ -118,15 +111,15 @@ def check_history(points, query, end: int) -> None:
     assert all(v == pytest.approx(1.0, rel=0.02) for _, v in sbe["1"]) and all(v == 0 for _, v in sbe["0"])
 
 
-def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path):
+def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path, promtool, prometheus_bin):
     start, end = span()
     data = tmp_path / "data"
     raw = tmp_path / "raw.om"
     raw.write_text(openmetrics(start, end))
-    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)],
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)],
                    check=True, capture_output=True)
     blocks = tmp_path / "blocks"
-    with Prometheus(PROMETHEUS, data) as prom:
+    with Prometheus(prometheus_bin, data) as prom:
         result = run_cli("backfill", "prometheus", "--url", prom.url, "--days", str(DAYS - 1), "--end", str(end),
                          "--output-dir", str(blocks), "--progress")
         assert result.returncode == 0, result.stderr
@@ -140,19 +133,19 @@ def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path):
     assert written, "promtool wrote no blocks"
     for b in written:
         shutil.move(str(b), data / b.name)
-    with Prometheus(PROMETHEUS, data) as prom:
+    with Prometheus(prometheus_bin, data) as prom:
         def points(selector, start, stop):
             result = prom.query(f"{selector}[{stop - start + 1}s]", stop)
             return {r["metric"]["gpu"]: [(round(float(t)), float(v)) for t, v in r["values"]] for r in result}
         check_history(points, prom.query, end)
 
 
-def test_backfill_victoriametrics_writes_through_vmalert_replay(tmp_path):
+def test_backfill_victoriametrics_writes_through_vmalert_replay(tmp_path, victoria_metrics, vmalert):
     start, end = span()
     series = []
     for name, labels, value in raw_series(start, end):
         series.append(({"__name__": name, **promql.label_set(labels)}, [(t * 1000, float(value(t))) for t in range(start, end, STEP)]))
-    with VictoriaMetrics() as vm:
+    with VictoriaMetrics(victoria_metrics) as vm:
         vm.import_samples(series)
         vm.flush()
         result = run_cli("backfill", "victoriametrics", "--url", vm.url, "--days", str(DAYS - 1), "--end", str(end))
@@ -165,7 +158,7 @@ def test_backfill_victoriametrics_writes_through_vmalert_replay(tmp_path):
         check_history(points, vm.query, end)
 
 
-def test_backfill_fails_clearly_on_an_unreachable_server(tmp_path):
+def test_backfill_fails_clearly_on_an_unreachable_server(tmp_path, promtool):
     result = run_cli("backfill", "prometheus", "--url", f"http://127.0.0.1:{processes.free_port()}", "--days", "1",
                      "--output-dir", str(tmp_path / "blocks"))
     assert result.returncode == 1

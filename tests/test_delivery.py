@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli, tool
+from conftest import run_cli
 
 
 def load(path: Path):
@@ -57,8 +57,7 @@ AMTOOL_ROUTES = [
 ]
 
 
-def test_alertmanager_config_passes_amtool_and_routes_by_severity(rendered):
-    amtool = tool("amtool")
+def test_alertmanager_config_passes_amtool_and_routes_by_severity(rendered, amtool):
     config = rendered / "alertmanager" / "rulesgen.yaml"
     proc = subprocess.run([amtool, "check-config", str(config)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -76,8 +75,7 @@ def test_alertmanager_config_passes_amtool_and_routes_by_severity(rendered):
     assert timings == {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"}
 
 
-def test_amtool_rejects_a_broken_config(tmp_path, rendered):
-    amtool = tool("amtool")
+def test_amtool_rejects_a_broken_config(tmp_path, rendered, amtool):
     bad = tmp_path / "bad.yaml"
     bad.write_text((rendered / "alertmanager" / "rulesgen.yaml").read_text().replace("receiver: gpu-pager", "receiver: nobody"))
     proc = subprocess.run([amtool, "check-config", str(bad)], capture_output=True, text=True)

@@ -254,7 +254,7 @@ def test_regrouped_files_alert_exactly_as_the_unsplit_ones(monkeypatch, tmp_path
                                               [fm.id for fm in catalog.failure_modes]), load_settings(ROOT / "rulesgen.yaml"))[0]
     runs = {}
     for name, paths in (("unsplit", [unsplit / Path(f.path).name for f in files]), ("split", split)):
-        runs[name] = se.alerts(se.replay(paths, list(s.series), s.interval, s.evaluation_interval, s.duration, "ALERTS",
+        runs[name] = se.alerts(se.replay(promtool, paths, list(s.series), s.interval, s.evaluation_interval, s.duration, "ALERTS",
                                          tmp_path, name), "-")
     assert len(se._groups(split)) > len(se._groups(unsplit.glob("*.yaml")))
     assert runs["split"] == runs["unsplit"] and sum(len(v) for v in runs["split"].values()) > 100

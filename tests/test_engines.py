@@ -12,20 +12,20 @@ import subprocess
 
 import pytest
 
-from conftest import largest_first, replay_choice, replay_env, replay_fixture, tool
+from conftest import BINARIES, engine_param, largest_first, replay_choice, replay_env, replay_fixture
 from rulesgen.tools import tool_version
 
 pytestmark = pytest.mark.engines
 
-# (tool, version pattern)
+# (fixture of conftest.BINARIES, version pattern)
 ENGINES = [
     ("promtool", r"3\."),
-    ("prometheus", r"3\."),
-    ("promtool-2.42", r"2\.42\."),
-    ("prometheus-2.42", r"2\.42\."),
-    ("victoria-metrics", r"1\.1\d\d\."),
+    ("prometheus_bin", r"3\."),
+    ("promtool_2_42", r"2\.42\."),
+    ("prometheus_2_42", r"2\.42\."),
+    ("victoria_metrics", r"1\.1\d\d\."),
     ("vmalert", r"1\.1\d\d\."),
-    ("vmalert-tool", r"1\.1\d\d\."),
+    ("vmalert_tool", r"1\.1\d\d\."),
 ]
 
 # hardware level, threshold, efficiency, normal load. `make test` replays QUICK (the hardware scenario) to
@@ -42,25 +42,27 @@ QUICK_ON_2_42 = ["ecc-uncorrectable-dbe"]
 SUBSET_ON_2_42 = replay_choice("RULESGEN_242_SCENARIOS", ALL_ON_2_42, QUICK_ON_2_42)
 
 
-@pytest.mark.parametrize("name,pattern", ENGINES, ids=[e[0] for e in ENGINES])
-def test_engine_version(name, pattern, capsys):
-    path = tool(name)
+@pytest.mark.parametrize("fixture,pattern", [pytest.param(f, p, marks=engine_param(f).marks, id=BINARIES[f][0])
+                                             for f, p in ENGINES])
+def test_engine_version(fixture, pattern, capsys, request):
+    path, name = request.getfixturevalue(fixture), BINARIES[fixture][0]
     version = tool_version(name)
     with capsys.disabled():
         print(f"\n{name}: {version} ({path})", end="")
     assert re.match(pattern, version), f"{name} is {version}, expected {pattern}"
 
 
-def test_vmalert_tool_runs():
-    proc = subprocess.run([tool("vmalert-tool"), "--help"], capture_output=True, text=True, timeout=60)
+def test_vmalert_tool_runs(vmalert_tool):
+    proc = subprocess.run([vmalert_tool, "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "unittest" in proc.stdout, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("promtool_name", ["promtool-2.42", "promtool"])
-def test_rendered_rules_load(rendered, promtool_name):
+@pytest.mark.parametrize("fixture", [engine_param("promtool_2_42"), engine_param("promtool")])
+def test_rendered_rules_load(rendered, fixture, request):
     files = sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))
     assert files
-    proc = subprocess.run([tool(promtool_name), "check", "rules", *map(str, files)],
+    promtool_name = BINARIES[fixture][0]
+    proc = subprocess.run([request.getfixturevalue(fixture), "check", "rules", *map(str, files)],
                           capture_output=True, text=True, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"{promtool_name} check rules failed:\n{output}"
@@ -71,7 +73,7 @@ def test_rendered_rules_load(rendered, promtool_name):
 def results_on_2_42(request):
     """promtool-2.42 test rules on the subset, one process per file (conftest's pool; run from the tests'
     directory: 2.42 resolves rule_files against the working directory)."""
-    promtool = tool("promtool-2.42")
+    promtool = request.getfixturevalue("promtool_2_42")
     tests = request.getfixturevalue("rendered") / "tests" / "promtool"
 
     def job(path):

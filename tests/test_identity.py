@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import errors_of, run_cli, tool
+from conftest import BINARIES, engine_param, errors_of, run_cli
 from rulesgen import label_flow
 from rulesgen.builders.promtool_tests import continuous_expr
 from rulesgen.checks import lint_files
@@ -177,9 +177,8 @@ def test_replay_names_a_resolve_and_a_relabelled_twin(tmp_path):
     assert Expectation("gpu_lost", (), 0, 0).continuous is False
 
 
-@pytest.mark.engines
-@pytest.mark.parametrize("engine", ["promtool", "promtool-2.42", "vmalert-tool"])
-def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, engine):
+@pytest.mark.parametrize("fixture", [engine_param("promtool"), engine_param("promtool_2_42"), engine_param("vmalert_tool")])
+def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, fixture, request):
     """The description of a hardware alert queries the GPU's workload (here GPULost's: the last 3 hours),
     on every engine the rules promise."""
     health = yaml.safe_load((rendered / "alerts" / "prometheus" / "health.yaml").read_text())
@@ -199,12 +198,13 @@ def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, engine):
              "summary": "GPU 3 on n1 is lost",
              "dashboard_url": rule["annotations"]["dashboard_url"].replace("{{ $labels.Hostname }}", "n1")
                                                                   .replace("{{ $labels.gpu }}", "3")}}]}]}
+    engine, binary = BINARIES[fixture][0], request.getfixturevalue(fixture)
     if engine != "vmalert-tool":
         del test["alert_rule_test"][0]["groupname"]
     (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
                                                         "tests": [test]}))
-    args = [tool(engine), "unittest", "--files", "test.yaml"] if engine == "vmalert-tool" else \
-        [tool(engine), "test", "rules", "test.yaml"]
+    args = [binary, "unittest", "--files", "test.yaml"] if engine == "vmalert-tool" else \
+        [binary, "test", "rules", "test.yaml"]
     proc = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 

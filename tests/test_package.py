@@ -13,7 +13,6 @@ import pytest
 
 from conftest import ROOT
 
-from rulesgen.tools import ToolMissing, find_tool
 
 pytestmark = [pytest.mark.engines, pytest.mark.package]  # make test-package (CI): a wheel built and installed
 
@@ -139,14 +138,10 @@ def test_installed_cli_inits_renders_checks_lists_and_explains(wheel, installed,
     assert _ok(_run([bin_dir / "rulesgen", "--version"], cwd=gitops, env=env)).stdout == f"rulesgen {release}\n"
 
 
-def test_make_check_lint_and_amtool_pass_as_the_generated_ci_runs_them(installed, gitops):
+def test_make_check_lint_and_amtool_pass_as_the_generated_ci_runs_them(installed, gitops, amtool):
     """The generated workflow's `rulesgen` job and its amtool step, with the installed wheel: `make check` (a fresh
     render by the pinned version), `make lint`, `make check-alertmanager`."""
     env, bin_dir = installed
-    try:
-        amtool = find_tool("amtool")
-    except ToolMissing as exc:
-        pytest.fail(str(exc))
     made = _ok(_run(["make", "check", "lint", "check-alertmanager", f"RULESGEN={bin_dir / 'rulesgen'}", f"AMTOOL={amtool}"],
                     cwd=gitops, env=env))
     assert "up to date" in made.stdout and "SUCCESS" in made.stdout + made.stderr
@@ -162,12 +157,7 @@ def test_promtool_checks_and_tests_the_installed_render(gitops, promtool):
     assert "SUCCESS" in tested.stdout
 
 
-def test_vmalert_tool_tests_the_installed_render(gitops):
-    if not list((gitops / "tests" / "vmalert").glob("*.yaml")):
-        pytest.skip("rulesgen render wrote no tests/vmalert/*.yaml (no vmalert-tool unit tests in this version)")
-    try:
-        vmalert_tool = find_tool("vmalert-tool")
-    except ToolMissing as exc:
-        pytest.skip(f"tests/vmalert/ rendered but {exc}")
+def test_vmalert_tool_tests_the_installed_render(gitops, vmalert_tool):
+    assert list((gitops / "tests" / "vmalert").glob("*.yaml")), "rulesgen render wrote no tests/vmalert/*.yaml"
     # One --files value: vmalert-tool expands the pattern itself (further paths would be ignored).
     _ok(_run([vmalert_tool, "unittest", "--files", "tests/vmalert/*.yaml"], cwd=gitops))

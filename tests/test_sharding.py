@@ -70,7 +70,7 @@ def test_cross_shard_scenarios_put_their_nodes_on_different_shards(name):
 @pytest.mark.parametrize("name", CHOSEN)
 def test_two_shards_and_the_global_tier_alert_as_one_server(name, rendered, promtool):
     with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
-        verdict = se.compare(ALL[name], se.rendered_topology(rendered), Path(tmp))
+        verdict = se.compare(promtool, ALL[name], se.rendered_topology(rendered), Path(tmp))
     assert verdict.equal, verdict.describe()
     assert verdict.forwarded_series > 0
 
@@ -82,7 +82,7 @@ def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool):
     their fleet peer statistics, over one shard's GPUs, make a baseline alert pending that one server
     does not."""
     with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
-        verdict = se.compare(ALL["shard-capacity-two-plus-two"], se.single_topology(rendered), Path(tmp))
+        verdict = se.compare(promtool, ALL["shard-capacity-two-plus-two"], se.single_topology(rendered), Path(tmp))
     missing = {dict(a)["alertname"] for _, a in verdict.missing}
     extra = {dict(a)["alertname"] for _, a in verdict.extra}
     assert missing == {"GPUFleetCapacityDegraded"} and extra <= {"GPUBaselineDeviation"}, verdict.describe()

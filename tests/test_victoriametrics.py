@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 import conftest
-from conftest import ROOT, tool
+from conftest import ROOT
 from rulesgen.artifacts import DASHBOARD_ONLY, load_inputs
 from rulesgen import promql_tree, rule_graph
 from rulesgen.builders import promtool_tests, vmalert_tests
@@ -216,11 +216,6 @@ def test_every_scenario_means_the_same_to_vmalert_tool_and_promtool():
 
 # --- vmalert-tool --------------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def vmalert_tool():
-    return tool("vmalert-tool")
-
-
 def run_unittest(binary: str, path: Path, timeout: int = 900) -> tuple[int, str, float]:
     started = time.monotonic()
     proc = subprocess.run([binary, "unittest", "--files", path.name], cwd=path.parent, capture_output=True,
@@ -285,7 +280,7 @@ def test_vmalert_tool_reports_a_missed_expectation_and_a_false_alert(vmalert_too
 def vmalert_results(request):
     """vmalert-tool on every selected rendered scenario test (RULESGEN_VM_SCENARIOS and -k), one process
     per file (conftest's pool)."""
-    rendered, vmalert_tool = request.getfixturevalue("rendered"), conftest.tool("vmalert-tool")
+    rendered, vmalert_tool = request.getfixturevalue("rendered"), request.getfixturevalue("vmalert_tool")
     chosen = conftest.selected(request.config, __name__, "test_scenario_passes_vmalert_tool")
     files = [rendered / "tests" / "vmalert" / f"{n}.yaml" for n in selected() if n in chosen]
     assert all(f.exists() for f in files)

@@ -52,7 +52,6 @@ from servers import Alertmanager, Prometheus, Server, VictoriaMetrics, VMAlert
 from synthetic_exporter import Node, fleet
 from webhook import Notification, Receiver
 
-from rulesgen.tools import ToolMissing, find_tool
 
 pytestmark = [pytest.mark.live, pytest.mark.engines]
 
@@ -70,10 +69,13 @@ BAD_GPU = 3                      # the training node's GPU that gets the DBE, th
 ABORT = threading.Event()       # set when the session is interrupted: every script stops at its next poll
 ENGINES = tuple(os.environ.get("RULESGEN_LIVE_ENGINES", "prometheus,victoriametrics").split(","))
 
-try:
-    TOOLS = {name: find_tool(name) for name in ("prometheus", "victoria-metrics", "vmalert", "alertmanager", "amtool")}
-except ToolMissing as exc:  # pragma: no cover - make tools installs them
-    pytest.fail(str(exc), pytrace=False)
+TOOLS: dict[str, str] = {}  # tool name -> path, from conftest's fixtures (a missing one fails the test)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tools(prometheus_bin, victoria_metrics, vmalert, alertmanager_bin, amtool):
+    TOOLS.update({"prometheus": prometheus_bin, "victoria-metrics": victoria_metrics, "vmalert": vmalert,
+                  "alertmanager": alertmanager_bin, "amtool": amtool})
 
 
 def log(engine: str, msg: str) -> None:
