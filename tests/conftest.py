@@ -9,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+pytest.register_assert_rewrite("gitops")  # a fixture plugin the test modules also import from
 
 from rulesgen.tools import find_tool  # noqa: E402
 

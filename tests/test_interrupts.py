@@ -1,0 +1,260 @@
+"""A render is all or none, even when interrupted (issue 21 item 4): SIGINT or SIGTERM after any rename
+of the commit phase, while the new files are written, before the render writes or while the modules
+load; a failed rename, a kill -9, an unwritable folder, another filesystem. The real command in a
+subprocess (tests/gitops.py); the folder's files before and after."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gitops import TMP_PREFIX, run_cli, temporaries, tree, user_config, without_promtool_note
+
+pytest_plugins = ["gitops"]  # its fixtures: scenarios, repo
+
+# --- 3. all or none, even interrupted ------------------------------------------------------------------
+
+INTERRUPT = """\
+import os, pathlib, signal, sys
+phase, k, sig = os.environ["AT"], int(os.environ["K"]), getattr(signal, os.environ["SIG"])
+count = 0
+def step():
+    global count
+    count += 1
+    if count == k:
+        os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done
+if phase == "rename":  # the k-th rename of the commit phase (patched before rulesgen binds os.replace)
+    real = os.replace
+    def counted(src, dst):
+        real(src, dst)
+        step()
+    os.replace = counted
+else:  # the k-th file written as a temporary
+    def counting(write):
+        def counted_write(self, data, *args, **kwargs):
+            n = write(self, data, *args, **kwargs)
+            if self.parent.name.startswith(".rulesgen-render-") or self.name.endswith(".rulesgen-tmp"):
+                step()
+            return n
+        return counted_write
+    pathlib.Path.write_bytes = counting(pathlib.Path.write_bytes)
+    pathlib.Path.write_text = counting(pathlib.Path.write_text)
+from rulesgen.cli import main
+sys.argv = ["rulesgen", *sys.argv[1:]]
+main()
+"""
+
+
+def _interrupted(folder: Path, args: list[str], at: str, k: int, sig: str = "SIGINT", script: str = INTERRUPT):
+    env = {**os.environ, "AT": at, "K": str(k), "SIG": sig}
+    result = subprocess.run([sys.executable, "-c", script, "render", *args], cwd=folder,
+                            env=env, capture_output=True, text=True, timeout=300)
+    result.stderr = without_promtool_note(result.stderr)
+    return result
+
+
+NEW_CONFIG = """\
+urls: {runbook_base: "https://git.example.org/gpu/runbooks/", grafana_base: "https://grafana.corp.example"}
+extra_labels: {team: gpu-platform}
+outputs:
+  vmrule: {enabled: true}
+"""
+
+
+def _two_renders(repo: Path, args: list[str], tmp_path: Path):
+    """(old tree, new tree) of `render ARGS` in repo with its config, then with NEW_CONFIG: the new config
+    changes every rule file and drops the PrometheusRule, dashboard ConfigMap and GrafanaDashboard outputs
+    (their stale files are removed). repo is left with the old tree and the new config."""
+    old = tree(repo)
+    new_dir = tmp_path / "new"
+    shutil.copytree(repo, new_dir)
+    (new_dir / "rulesgen.yaml").write_text(NEW_CONFIG)
+    result = run_cli("render", *args, cwd=new_dir)
+    assert result.returncode == 0, result.stderr
+    new = tree(new_dir)
+    assert any(p.startswith("deploy/prometheus-operator/") for p in old)
+    assert not any(p.startswith("deploy/prometheus-operator/") for p in new)
+    (repo / "rulesgen.yaml").write_text(NEW_CONFIG)
+    return {**old, "rulesgen.yaml": NEW_CONFIG.encode()}, new
+
+
+@pytest.fixture
+def old_and_new(repo, scenarios, tmp_path):
+    """The bundled catalog with a scenario: (folder, old tree, new tree, render arguments)."""
+    args = ["--scenarios", str(scenarios)]
+    return (repo, *_two_renders(repo, args, tmp_path), args)
+
+
+@pytest.fixture
+def small_old_and_new(minimal_catalog, tmp_path):
+    """The same on the one-mode test catalog (a render in a second: every commit step can be interrupted)."""
+    repo = tmp_path / "small"
+    repo.mkdir()
+    user_config(repo / "rulesgen.yaml")
+    (tmp_path / "no-scenarios").mkdir()
+    args = ["--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "no-scenarios")]
+    assert run_cli("render", *args, cwd=repo).returncode == 0
+    return (repo, *_two_renders(repo, args, tmp_path), args)
+
+
+def _commit_steps(repo: Path, old: dict, new: dict) -> int:
+    changed = {p for p in new if old.get(p) != new[p]}
+    removed = {p for p in old if p not in new}
+    return len(changed) + len(removed)
+
+
+def _reset(repo: Path, old: dict) -> None:
+    shutil.rmtree(repo)
+    for rel, data in old.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(data)
+
+
+def _check_interrupted_commit(repo, old, new, args, k, sig, code):
+    steps = _commit_steps(repo, old, new)
+    _reset(repo, old)
+    result = _interrupted(repo, args, "rename", k, sig)
+    assert result.returncode == code, (k, result.stderr)
+    assert result.stderr.splitlines()[-1] == (
+        f"rulesgen: interrupted by {sig}; the render had finished: {steps} file(s) changed in ."), k
+    assert tree(repo) == new, f"interrupted after rename {k} of {steps}: not the new tree"
+    assert temporaries(repo) == [], k
+
+
+def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(small_old_and_new):
+    repo, old, new, args = small_old_and_new
+    steps = _commit_steps(repo, old, new)
+    assert steps > 20
+    for k in range(1, steps + 1):
+        _check_interrupted_commit(repo, old, new, args, k, "SIGINT", 130)
+
+
+@pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, sig, code):
+    repo, old, new, args = old_and_new
+    steps = _commit_steps(repo, old, new)
+    assert any(p.startswith("tests/promtool/") for p in new) and steps > 40
+    for k in (1, steps // 2, steps):
+        _check_interrupted_commit(repo, old, new, args, k, sig, code)
+
+
+def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new):
+    repo, old, new, args = old_and_new
+    written = len({p for p in new if old.get(p) != new[p]})
+    for k in (1, 2, written):
+        _reset(repo, old)
+        result = _interrupted(repo, args, "stage", k)
+        assert result.returncode == 130, result.stderr
+        assert result.stderr.splitlines() == ["rulesgen: interrupted by SIGINT; nothing written into ."]
+        assert tree(repo) == old
+        assert temporaries(repo) == []
+
+
+def test_ctrl_c_before_the_render_writes_exits_130_with_one_line(tmp_path):
+    script = ("import os, signal, sys\nimport rulesgen.artifacts as arts\nfrom rulesgen.cli import main\n"
+              "def plan(*a, **k):\n    os.kill(os.getpid(), signal.SIGINT)\n"
+              "arts.plan = plan\nsys.argv = ['rulesgen', 'render', '--defaults']\nmain()\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stderr) == (130, "rulesgen: interrupted by SIGINT\n")
+    assert tree(tmp_path) == {}
+
+
+def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(tmp_path):
+    script = ("import os, signal, sys\n"
+              "class Hook:\n"
+              "    def find_spec(self, name, path=None, target=None):\n"
+              "        if name == 'rulesgen.cli.replay':\n"
+              "            os.kill(os.getpid(), signal.SIGINT)\n"
+              "        return None\n"
+              "sys.meta_path.insert(0, Hook())\n"
+              "from rulesgen.cli import main\n"
+              "print('not interrupted')\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "rulesgen: interrupted by SIGINT\n")
+
+
+def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new):
+    repo, old, new, args = small_old_and_new
+    script = INTERRUPT.replace("        os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done",
+                               "        raise PermissionError(13, 'Permission denied', str(dst_of[0]))")
+    script = script.replace("        real(src, dst)\n        step()", "        dst_of[:] = [dst]\n        step()\n        real(src, dst)")
+    assert "dst_of[:] = [dst]" in script
+    script = script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
+    steps = _commit_steps(repo, old, new)
+    for k in (1, steps // 2, steps):
+        _reset(repo, old)
+        result = _interrupted(repo, args, "rename", k, script=script)
+        assert result.returncode == 1, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: cannot write into {repo}"), result.stderr
+        assert result.stderr.endswith(": Permission denied; nothing written\n")
+        assert tree(repo) == old, k
+        assert temporaries(repo) == []
+
+
+def test_a_temporary_folder_a_kill_9_leaves_behind_is_ignored_by_git(small_old_and_new):
+    """SIGKILL cannot be caught: the temporary folder survives, but it ignores itself (its own .gitignore)."""
+    repo, old, new, args = small_old_and_new
+    git = shutil.which("git")
+    assert git, "git is not on PATH (apt-get install git)"
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "old"]):
+        subprocess.run([git, *cmd], cwd=repo, env=env, check=True, capture_output=True)
+    result = _interrupted(repo, args, "rename", 3, "SIGKILL")
+    assert result.returncode == -signal.SIGKILL
+    assert [p.name for p in repo.iterdir() if p.name.startswith(TMP_PREFIX)], "expected a leftover temporary folder"
+    subprocess.run([git, "add", "-A"], cwd=repo, env=env, check=True)
+    staged = subprocess.run([git, "diff", "--cached", "--name-only"], cwd=repo, capture_output=True, text=True).stdout.split()
+    assert staged and not [p for p in staged if TMP_PREFIX in p or "rulesgen-tmp" in p]
+
+
+def test_an_unwritable_output_folder_is_one_line_naming_it(tmp_path, scenarios):
+    """Read-only for the user running rulesgen (root ignores permissions: then the render runs as nobody)."""
+    top = Path(tempfile.mkdtemp(prefix="rulesgen-ro-"))
+    try:
+        os.chmod(top, 0o755)
+        folder = top / "repo"
+        folder.mkdir()
+        user_config(folder / "rulesgen.yaml")
+        scen = top / "scenarios"
+        shutil.copytree(scenarios, scen)
+        for p in (top, folder, scen, *scen.iterdir(), folder / "rulesgen.yaml"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        os.chmod(folder, 0o555)
+        exe = Path(sys.executable).with_name("rulesgen")
+        cmd = [str(exe), "render", "--scenarios", str(scen)]
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv: cannot make a folder unwritable")
+            cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+        result = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300)
+        assert (result.returncode, result.stdout) == (1, "")
+        assert without_promtool_note(result.stderr) == f"error: cannot write into {folder}: Permission denied; nothing written\n"
+        assert sorted(p.name for p in folder.iterdir()) == ["rulesgen.yaml"]
+    finally:
+        os.chmod(top / "repo", 0o755)
+        shutil.rmtree(top)
+
+
+def test_a_target_folder_on_another_filesystem_gets_its_own_temporary_folder(tmp_path):
+    """A rename is atomic only within one filesystem: dashboards/ symlinked to tmpfs is written through a
+    temporary folder there, and none is left on either side."""
+    from rulesgen.artifacts import write_all
+    from rulesgen.output import Artifact
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second filesystem at /dev/shm")
+    other = Path(tempfile.mkdtemp(dir=shm))
+    try:
+        (tmp_path / "dashboards").symlink_to(other)
+        arts = [Artifact("alerts/prometheus/a.yaml", "# Generated by rulesgen\na: 1\n"),
+                Artifact("dashboards/b.json", '{"b": 1}\n')]
+        assert write_all(tmp_path, arts) == ["alerts/prometheus/a.yaml", "dashboards/b.json"]
+        assert (other / "b.json").read_text() == '{"b": 1}\n'
+        assert temporaries(tmp_path) == [] and [p.name for p in other.iterdir()] == ["b.json"]
+    finally:
+        shutil.rmtree(other)
