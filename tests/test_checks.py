@@ -3,6 +3,8 @@ finding, at its line and column, and a clean twin that must give none. No engine
 here runs with an empty PATH and fails if anything starts a process."""
 import pkgutil
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -113,12 +115,25 @@ TABLE = {
 
 @pytest.fixture(autouse=True)
 def no_binaries(monkeypatch):
-    """lint needs no engine: an empty PATH, and starting any process fails the test."""
-    monkeypatch.setenv("PATH", "")
+    """lint needs no engine: starting any process from the test's thread fails the test. Only from that
+    thread: conftest's pool replays scenarios in other threads meanwhile, and the patch is process-wide."""
+    test_thread, start = threading.current_thread(), subprocess.Popen.__init__
 
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"lint started a process: {args[:1]}")
+    def refuse(self, *args, **kwargs):
+        if threading.current_thread() is test_thread:
+            raise AssertionError(f"lint started a process: {args[:1]}")
+        start(self, *args, **kwargs)
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+
+def test_the_guard_refuses_a_process_from_the_test_thread_only():
+    with pytest.raises(AssertionError, match="lint started a process"):
+        subprocess.run([sys.executable, "-c", "pass"])
+    other = []
+    worker = threading.Thread(target=lambda: other.append(subprocess.run([sys.executable, "-c", "pass"]).returncode))
+    worker.start()
+    worker.join()
+    assert other == [0]
 
 
 def lint_text(tmp_path: Path, text: str, **kwargs) -> list[Diagnostic]:
