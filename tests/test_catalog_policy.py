@@ -178,10 +178,9 @@ def test_a_catalog_that_sources_no_for_still_loads(minimal_catalog):
 
 # --- windows: the ranges the alerts read, named and sourced -------------------------------------------------
 
-# Failure modes whose alerts still spell a range literally: telemetry_blind_spot's [1h] is the hour its
-# `lookback` threshold describes and should read it (a change of its dashboards' output, left for a later
-# pass). A new literal range elsewhere is a window to declare.
-LITERAL_RANGES = {"telemetry_blind_spot"}
+# Failure modes whose alerts still spell a range literally: none. A new literal range is a window to declare
+# (telemetry_blind_spot reads its hour as [[ t.lookback | window ]]: a threshold, listed in its runbook).
+LITERAL_RANGES: set[str] = set()
 
 
 def test_bundled_windows_have_sources_and_the_rest_is_known():
@@ -211,6 +210,26 @@ def test_windows_render_as_the_ranges_they_name(tmp_path):
     f.write_text(text[:at] + "        value: 20m" + text[at + len("        value: 15m"):])
     longer = exprs(load_catalog(d))
     assert longer and all(e.count("[20m]") == 2 and "[15m]" not in e for e in longer)
+
+
+def test_telemetry_blind_spot_reads_its_lookback(tmp_path):
+    """The hour of fields a GPU reported is the `lookback` threshold: changing it changes the rule."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+
+    def exprs(catalog):
+        rules = build_rules(catalog, settings)
+        return [r.expr for f in rules.files for g in f.groups for r in g.rules
+                if r.failure_mode == "telemetry_blind_spot" and r.alert]
+
+    assert exprs(BUNDLED) and all("gpu:dcgm_fields:count[1h]" in e for e in exprs(BUNDLED))
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    at = text.index("        value: 3600", text.index("  - id: telemetry_blind_spot"))
+    f.write_text(text[:at] + "        value: 7200" + text[at + len("        value: 3600"):])
+    longer = exprs(load_catalog(d))
+    assert longer and all("gpu:dcgm_fields:count[2h]" in e and "[1h]" not in e for e in longer)
 
 
 def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
