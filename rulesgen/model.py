@@ -344,6 +344,7 @@ class Catalog:
     # The names the code reads, by role (rulesgen/name_roles.py), as the catalog declares or defaults them.
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
     xid_drain: tuple[str, ...] = XID_DRAIN_UNDECLARED  # xid.yaml `drain:`: the XID classes whose alerts drain
+    signal_windows: tuple[Window, ...] = ()  # signals.yaml `windows:`, read as [[ w.NAME ]] by the signals
 
     def xid_codes(self, *classes: str) -> str:
         """Regex of the XID codes of the given classes (class order of XID_CLASSES, then catalog order), for

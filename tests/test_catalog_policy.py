@@ -245,6 +245,55 @@ def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
     ]
 
 
+# signals.yaml `windows:`: every range, offset and counter-macro window of a recording rule is named and sourced
+
+def test_bundled_signal_windows_have_sources_and_no_signal_spells_a_range():
+    import re
+    assert len(BUNDLED.signal_windows) >= 8 and all(w.source.strip() and w.seconds > 0 for w in BUNDLED.signal_windows)
+    literal = [s.record for s in BUNDLED.signals
+               if re.search(r"(?<!\[)\[\d+[smhdw]\]|offset \d|[\"']\d+[smhdw][\"']|samples\(\d", s.expr)]
+    assert literal == []
+
+
+def _signal_exprs(catalog, record: str) -> list[str]:
+    from rulesgen.builders.rules import build_rules
+    rules = build_rules(catalog, load_settings(ROOT / "rulesgen.yaml"))
+    return [r.expr for f in rules.files for g in f.groups for r in g.rules if r.record == record]
+
+
+def test_a_signal_window_renders_as_its_range_offset_and_macro_window(tmp_path):
+    """xid_recent is the [10m] range, the offset 10m and the increase()/born() window of gpu:dcgm_xid:recent:
+    lengthening it lengthens all of them."""
+    [expr] = _signal_exprs(BUNDLED, "gpu:dcgm_xid:recent")
+    assert expr.count("[10m]") >= 4 and expr.count("offset 10m") >= 2
+    d = copy(tmp_path)
+    edit(d / "signals.yaml", "  - name: xid_recent\n    value: 10m\n", "  - name: xid_recent\n    value: 20m\n")
+    [longer] = _signal_exprs(load_catalog(d), "gpu:dcgm_xid:recent")
+    assert longer.count("[20m]") == expr.count("[10m]") and longer.count("offset 20m") == expr.count("offset 10m")
+    assert "10m" not in longer
+
+
+def test_an_unknown_or_unread_signal_window_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    f = d / "signals.yaml"
+    edit(f, "gpu:dcgm_xid_last:code[[ w.xid_recent ]]", "gpu:dcgm_xid_last:code[[ w.xid_recnt ]]")
+    edit(f, "windows:\n", "windows:\n  - name: spare\n    value: 1h\n    source: read by nothing\n")
+    bad, spare = line_of(f, "w.xid_recnt"), line_of(f, "- name: spare")
+    col = next(line for line in f.read_text().splitlines() if "w.xid_recnt" in line).index("w.xid_recnt") + 1
+    names = ", ".join(["spare"] + [w.name for w in BUNDLED.signal_windows])
+    assert errors_of(load_catalog, d) == [
+        f"{f}:{spare}:5: error[unused-window]: signals.yaml: window 'spare' is read by no signal",
+        f"{f}:{bad}:{col}: error[unknown-window]: signal gpu:dcgm_xid:recent: unknown window 'xid_recnt' "
+        f"(did you mean 'xid_recent'?) (signals.yaml windows: {names})",
+    ]
+
+
+def test_a_catalog_without_signal_windows_still_loads(minimal_catalog):
+    """Literal macro windows ("5m") stay valid: a catalog written before `windows:` existed loads as it did."""
+    assert "windows:" not in (minimal_catalog / "signals.yaml").read_text()
+    assert load_catalog(minimal_catalog).signal_windows == ()
+
+
 def test_signals_test_clock_bits_by_name(tmp_path):
     """signals.yaml tests a bit as floor(x / [[ bit.METRIC.NAME ]]) % 2: the value comes from the catalog's table,
     and a bit renamed in metrics.yaml fails the signal that reads it, on the signal's line."""

@@ -38,6 +38,25 @@ _ENV.filters["window"] = _window
 _ENV.filters["duration"] = lambda seconds: format_duration(int(float(getattr(seconds, "threshold_value", seconds))))  # 86400 -> 1d, for annotations
 
 
+class WindowRange:
+    """A named window in a template ([[ w.NAME ]]): reads as its PromQL range, [10m]; `| duration` gives its
+    length, 10m (for `offset`); the counter macros (rate, increase, born) take it as their window."""
+
+    def __init__(self, seconds: int):
+        self.seconds = int(seconds)
+
+    def __str__(self) -> str:
+        return _window(self.seconds)
+
+    def __float__(self) -> float:
+        return float(self.seconds)
+
+
+def _length(window) -> str:
+    """A macro's window argument as a PromQL duration: a named window ([[ rate("X", w.NAME) ]]) or a literal "5m"."""
+    return window if isinstance(window, str) else format_duration(int(float(window)))
+
+
 class _Lookup(dict):
     """A mapping whose missing keys raise a readable error (with did-you-mean)."""
 
@@ -100,6 +119,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         Each name is its own term joined with `or`: a regex on __name__ inside rate() would yield
         duplicate series (the name is dropped) if an exporter sent both names at once."""
         def apply(name, window, extra=""):
+            window = _length(window)
             m = metric(name)
             selected = matchers(extra)
             terms = []
@@ -117,6 +137,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         before it: dcgm-exporter creates DCGM_EXP_*_TOTAL series at the first event, so the birth is
         an event that increase() cannot see (a window holding one sample gives it nothing). Matching
         on the GPU and `label` only, a pod-label change (same count, new series) is not an event."""
+        window = _length(window)
         on = promql.by((*settings.gpu_identity, label))
         now = series(name, extra)
         before = host(f"{promql.selector(metric(name), matchers(extra))} offset {window}", name)
@@ -159,6 +180,8 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "gpu_limit": _Lookup("limit a GPU reports itself (gpu_models.yaml own_limits)",
                              {o.key: conventions.gpu_limit_record(o.key) for o in catalog.own_limits}),
         "xid": _Lookup("XID class", xid),
+        # signals.yaml `windows:` ([[ w.NAME ]]); a failure mode's own windows replace them (mode_context).
+        "w": _Lookup("window of signals.yaml", {w.name: WindowRange(w.seconds) for w in catalog.signal_windows}),
         "bit": _Lookup("metric with bits (metrics.yaml bits:)", bits),
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
@@ -184,7 +207,7 @@ def _threshold_values(fm: FailureMode, settings: Settings) -> dict[str, str]:
 
 def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
     return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings)),
-            "w": _Lookup(f"window of {fm.id}", {w.name: _window(w.seconds) for w in fm.windows})}
+            "w": _Lookup(f"window of {fm.id}", {w.name: WindowRange(w.seconds) for w in fm.windows})}
 
 
 def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:

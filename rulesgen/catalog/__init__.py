@@ -13,7 +13,7 @@ from .baselines import read_baselines
 from .dashboards import read_dashboards
 from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
-from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
+from .metrics import read_gpu_models, read_metrics, read_signal_windows, read_signals, read_xids
 from .policy import read_xid_drain
 from .roles import read_roles, resolve_roles
 from .routing import read_routing
@@ -50,6 +50,7 @@ def load_catalog(directory: Path) -> Catalog:
     metrics = read_metrics(docs["metrics.yaml"], errors)
     known_metrics = {n for m in metrics for n in m.names}
     signals = read_signals(docs["signals.yaml"], errors, known_metrics)
+    signal_windows = read_signal_windows(docs["signals.yaml"], errors, signals)
     records = {s.record for s in signals}
     metric_roles, metrics_at = read_roles(docs["metrics.yaml"], errors, METRIC, {m.name for m in metrics})
     record_roles, signals_at = read_roles(docs["signals.yaml"], errors, RECORD, records)
@@ -73,7 +74,8 @@ def load_catalog(directory: Path) -> Catalog:
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
                    baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
-                   own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain)
+                   own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain,
+                   signal_windows=signal_windows)
 
 
 def _readers(panels, baselines) -> dict[str, str]:

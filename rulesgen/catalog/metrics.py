@@ -5,8 +5,10 @@ import re
 
 from ..builders import templates
 from ..fields import Fields, did_you_mean
-from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Xid
+from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
+from ..yamlsource import where_in
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
+from .failure_modes import read_windows
 from .policy import read_bits
 from .roles import generated
 
@@ -74,7 +76,7 @@ def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
 
 
 def read_signals(doc, errors, known_metrics):
-    items, wheres = top_list(doc, "signals", errors, "signals.yaml", also=("roles",))
+    items, wheres = top_list(doc, "signals", errors, "signals.yaml", also=("roles", "windows"))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "signal", fallback=w)
@@ -97,6 +99,26 @@ def read_signals(doc, errors, known_metrics):
                           body=f.body_at("expr")))
         f.done()
     return out
+
+
+def read_signal_windows(doc, errors, signals) -> tuple[Window, ...]:
+    """signals.yaml `windows:`: the ranges, offsets and counter-macro windows the expressions read as
+    [[ w.NAME ]], each with its source. A name no window declares is an error where the expression names it;
+    a window no signal reads is an error on its line."""
+    windows = read_windows(Fields(doc, errors, "signals.yaml"), "signals.yaml", errors)
+    declared = [w.name for w in windows]
+    used = set()
+    for s in signals:
+        for name in sorted(templates.attributes_used(s.expr, "w")):
+            used.add(name)
+            if name not in declared:
+                errors.add(where_in(s.where, s.body, s.expr, f"w.{name}"), "unknown-window",
+                           f"signal {s.record}: unknown window {name!r}{did_you_mean(name, declared)} "
+                           f"(signals.yaml windows: {', '.join(declared) or 'none'})")
+    for w in windows:
+        if w.name not in used:
+            errors.add(w.where, "unused-window", f"signals.yaml: window {w.name!r} is read by no signal")
+    return windows
 
 
 def read_xids(doc, errors):
