@@ -64,6 +64,7 @@ class Metric:
     max_plausible: float | None = None
     bits: tuple[Bit, ...] = ()  # a bitmask's bits, by value (unit bitmask only)
     bits_source: str = ""
+    bits_label: str = ""  # the label dcgm-exporter names each bit with (bits: label), for bit_matcher()
     where: Where = field(default=Where("<builtin>"), compare=False)
 
     @property

@@ -109,11 +109,12 @@ def test_a_bit_that_is_not_a_power_of_two_fails_on_its_line(tmp_path):
 
 
 def test_a_bit_value_or_name_given_twice_fails_on_the_second(tmp_path):
-    d, p = bad_bits(tmp_path, "{value: 64, name: hw_thermal", "{value: 32, name: sw_thermal")
-    first, second = line_of(p, "value: 32,"), line_of(p, "value: 32,") + 1
+    # two bits no signal reads (renaming a bit a signal reads is also that signal's error: see below)
+    d, p = bad_bits(tmp_path, "{value: 16, name: sync_boost", "{value: 8, name: hw_slowdown")
+    first, second = line_of(p, "value: 8,"), line_of(p, "value: 8,") + 1
     assert errors_of(load_catalog, d) == [
-        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 32 already defined on line {first}",
-        f"{p}:{second}:23: error[duplicate-id]: metric {CLOCK}: bit name 'sw_thermal' already defined on line {first}",
+        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 8 already defined on line {first}",
+        f"{p}:{second}:22: error[duplicate-id]: metric {CLOCK}: bit name 'hw_slowdown' already defined on line {first}",
     ]
 
 
@@ -135,6 +136,8 @@ def _clock_events(catalog, stem="power-anomaly-hw-brake"):
 def test_the_clock_dialects_name_bits_as_the_catalog_does(tmp_path):
     assert "hw_power_brake" in _clock_events(BUNDLED)
     d, _ = bad_bits(tmp_path, "name: hw_power_brake,", "name: power_brake_renamed,")
+    sig = d / "signals.yaml"  # the signals that read the bit are renamed with it
+    edit(sig, "hw_power_brake", "power_brake_renamed", sig.read_text().count("hw_power_brake"))
     events = _clock_events(load_catalog(d))
     assert "power_brake_renamed" in events and "hw_power_brake" not in events
 
@@ -296,14 +299,52 @@ def test_a_catalog_without_signal_windows_still_loads(minimal_catalog):
 
 def test_signals_test_clock_bits_by_name(tmp_path):
     """signals.yaml tests a bit as floor(x / [[ bit.METRIC.NAME ]]) % 2: the value comes from the catalog's table,
-    and a bit renamed in metrics.yaml fails the signal that reads it, on the signal's line."""
-    from rulesgen.builders.rules import build_rules
-    settings = load_settings(ROOT / "rulesgen.yaml")
+    and a bit renamed in metrics.yaml fails the signal that reads it at load, on the line that names it."""
     thermal = next(s for s in BUNDLED.signals if s.record == "gpu:dcgm_clock_event_thermal:active")
     assert f"[[ bit.{CLOCK}.hw_thermal ]]" in thermal.expr and "/ 64" not in thermal.expr
     d, p = bad_bits(tmp_path, "name: hw_thermal,", "name: hw_thermal_slowdown,")
     with pytest.raises(RulesgenError) as info:
-        build_rules(load_catalog(d), settings)
+        load_catalog(d)
     [diag] = [x for x in info.value.diagnostics if "hw_thermal" in x.message]
-    assert diag.path.endswith("signals.yaml") and diag.code == "unknown-reference"
-    assert f"unknown bit of {CLOCK}" in diag.message and "'hw_thermal'" in diag.message
+    sig = d / "signals.yaml"
+    assert diag.path == str(sig) and diag.code == "unknown-bit"
+    assert diag.line == line_of(sig, f"bit.{CLOCK}.hw_thermal")
+    assert diag.message.startswith(f"signal gpu:dcgm_clock_event_thermal:active: 'hw_thermal' is not a bit of {CLOCK}")
+    assert "hw_thermal_slowdown" in diag.message  # the table's names
+
+
+def test_clock_event_matchers_come_from_the_bit_table(tmp_path):
+    """bit_matcher("METRIC", "NAME", ...) is the label matcher of the bits' names, in the label `bits:` declares
+    (clock_event): no hand-written clock_event="..." in signals.yaml; renaming the label renames every matcher."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+    assert "clock_event=" not in (bundled_catalog_dir() / "signals.yaml").read_text().split("\nsignals:\n")[1]
+
+    def brake(catalog) -> str:
+        rules = build_rules(catalog, settings)
+        [expr] = [r.expr for f in rules.files for g in f.groups for r in g.rules
+                  if r.record == "gpu:dcgm_clock_event_power_brake:active"]
+        return expr
+
+    assert brake(BUNDLED).count('clock_event="hw_power_brake"') == 6
+    d, _ = bad_bits(tmp_path, "      label: clock_event\n", "      label: reason\n")
+    assert brake(load_catalog(d)).count('reason="hw_power_brake"') == 6
+
+
+def test_a_misspelt_bit_in_a_matcher_is_a_load_error_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    sig = d / "signals.yaml"
+    edit(sig, f'bit_matcher("{CLOCK}", "hw_power_brake")', f'bit_matcher("{CLOCK}", "hw_power_break")')
+    line = line_of(sig, '"hw_power_break"')
+    col = next(x for x in sig.read_text().splitlines() if '"hw_power_break"' in x).index("hw_power_break") + 1
+    assert errors_of(load_catalog, d) == [
+        f"{sig}:{line}:{col}: error[unknown-bit]: signal gpu:dcgm_clock_event_power_brake:active: 'hw_power_break' "
+        f"is not a bit of {CLOCK} (did you mean 'hw_power_brake'?) (metrics.yaml bits: "
+        + ", ".join(b.name for b in BUNDLED.metric(CLOCK).bits) + ")",
+    ]
+
+
+def test_a_matcher_needs_the_bits_label(tmp_path):
+    d, p = bad_bits(tmp_path, "      label: clock_event\n", "")
+    errors = errors_of(load_catalog, d)
+    assert errors and all("error[unknown-bit]" in e and "bits: label" in e for e in errors)

@@ -150,6 +150,19 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
     # A bitmask metric's bits by name (metrics.yaml bits:), for bit tests: floor(x / [[ bit.METRIC.NAME ]]) % 2.
     bits = {m.name: _Lookup(f"bit of {m.name} (metrics.yaml bits:)", {b.name: str(b.value) for b in m.bits})
             for m in catalog.metrics if m.bits}
+    def bit_matcher(name, *bit_names):
+        """A label matcher for bits of a bitmask metric by their names, in the label its `bits:` declare
+        (metrics.yaml): bit_matcher("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "sw_thermal", "hw_thermal") ->
+        clock_event=~"sw_thermal|hw_thermal"; one name: clock_event="hw_power_brake"."""
+        m = metric(name)
+        if not m.bits_label:
+            raise KeyError(f"metric {name} declares no bits label (metrics.yaml bits: label)")
+        for b in bit_names:
+            bits[m.name][b]  # an unknown bit raises, with did-you-mean
+        if len(bit_names) == 1:
+            return f'{m.bits_label}="{bit_names[0]}"'
+        return f'{m.bits_label}=~"{"|".join(bit_names)}"'
+
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
     health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 
@@ -183,6 +196,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         # signals.yaml `windows:` ([[ w.NAME ]]); a failure mode's own windows replace them (mode_context).
         "w": _Lookup("window of signals.yaml", {w.name: WindowRange(w.seconds) for w in catalog.signal_windows}),
         "bit": _Lookup("metric with bits (metrics.yaml bits:)", bits),
+        "bit_matcher": bit_matcher,
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
         "active": lambda fm_id: _active(catalog, settings, fm_id),
@@ -240,6 +254,21 @@ def attributes_used(template: str, name: str) -> set[str]:
                 out.add(node.attr)
             elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
                 out.add(node.arg.value)
+    return out
+
+
+def bits_used(template: str) -> list[tuple[str, str, bool]]:
+    """(metric, bit name, in a matcher) for each bit a template reads: [[ bit.METRIC.NAME ]] (False) and
+    bit_matcher("METRIC", "NAME", ...) (True), in the order they stand."""
+    tree = _syntax_tree(template)
+    out = []
+    for node in tree.find_all((nodes.Getattr, nodes.Call)) if tree else ():
+        if (isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Getattr)
+                and isinstance(node.node.node, nodes.Name) and node.node.node.name == "bit"):
+            out.append((node.node.attr, node.attr, False))
+        elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "bit_matcher":
+            args = [a.value for a in node.args if isinstance(a, nodes.Const) and isinstance(a.value, str)]
+            out += [(args[0], b, True) for b in args[1:]]
     return out
 
 

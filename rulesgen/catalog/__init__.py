@@ -13,7 +13,7 @@ from .baselines import read_baselines
 from .dashboards import read_dashboards
 from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
-from .metrics import read_gpu_models, read_metrics, read_signal_windows, read_signals, read_xids
+from .metrics import check_bits_used, read_gpu_models, read_metrics, read_signal_windows, read_signals, read_xids
 from .policy import read_xid_drain
 from .roles import read_roles, resolve_roles
 from .routing import read_routing
@@ -51,6 +51,7 @@ def load_catalog(directory: Path) -> Catalog:
     known_metrics = {n for m in metrics for n in m.names}
     signals = read_signals(docs["signals.yaml"], errors, known_metrics)
     signal_windows = read_signal_windows(docs["signals.yaml"], errors, signals)
+    check_bits_used(signals, metrics, errors)
     records = {s.record for s in signals}
     metric_roles, metrics_at = read_roles(docs["metrics.yaml"], errors, METRIC, {m.name for m in metrics})
     record_roles, signals_at = read_roles(docs["signals.yaml"], errors, RECORD, records)

@@ -20,7 +20,7 @@ def read_metrics(doc, errors):
         f = Fields(item, errors, "metric", fallback=w)
         name = f.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
         unit = f.str("unit", required=True) or ""
-        bits, bits_source = read_bits(f, name or "?", unit)
+        bits, bits_source, bits_label = read_bits(f, name or "?", unit)
         m = Metric(
             name=name or "?",
             field_id=f.num("field_id", integer=True, minimum=0),
@@ -35,6 +35,7 @@ def read_metrics(doc, errors):
             description=f.str("description", default="") or "",
             bits=bits,
             bits_source=bits_source,
+            bits_label=bits_label,
             where=f.where,
         )
         # Dropped from the bundled catalog (panels take the signal's unit); still accepted, and ignored, for
@@ -119,6 +120,32 @@ def read_signal_windows(doc, errors, signals) -> tuple[Window, ...]:
         if w.name not in used:
             errors.add(w.where, "unused-window", f"signals.yaml: window {w.name!r} is read by no signal")
     return windows
+
+
+def check_bits_used(signals, metrics, errors) -> None:
+    """The bits the signals read ([[ bit.METRIC.NAME ]], bit_matcher("METRIC", "NAME", ...)) are bits of that
+    metric's `bits:` table (metrics.yaml), and bit_matcher's metric names their label: a typo fails at load, on
+    the line that names it. An unknown metric is read_signals' error."""
+    by_name = {n: m for m in metrics for n in m.names}
+    for s in signals:
+        seen = set()
+        for metric, bit, matcher in templates.bits_used(s.expr):
+            m = by_name.get(metric)
+            if m is None or (metric, bit, matcher) in seen:
+                continue
+            seen.add((metric, bit, matcher))
+            names = [b.name for b in m.bits]
+            if not m.bits:
+                errors.add(where_in(s.where, s.body, s.expr, metric), "unknown-bit",
+                           f"signal {s.record}: metric {metric} has no `bits:` table (metrics.yaml)")
+            elif bit not in names:
+                errors.add(where_in(s.where, s.body, s.expr, bit), "unknown-bit",
+                           f"signal {s.record}: {bit!r} is not a bit of {metric}{did_you_mean(bit, names)} "
+                           f"(metrics.yaml bits: {', '.join(names)})")
+            elif matcher and not m.bits_label:
+                errors.add(where_in(s.where, s.body, s.expr, metric), "unknown-bit",
+                           f"signal {s.record}: bit_matcher needs the label {metric}'s bits are named with "
+                           f"(metrics.yaml bits: label)")
 
 
 def read_xids(doc, errors):
