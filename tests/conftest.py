@@ -196,7 +196,6 @@ metrics:
     field_id: 150
     type: gauge
     unit: C
-    grafana_unit: celsius
     help: GPU temperature (in C).
     profiling: false
     default_enabled: true
@@ -204,7 +203,6 @@ metrics:
     field_id: 312
     type: counter
     unit: count
-    grafana_unit: short
     help: Total number of double-bit volatile ECC errors.
     profiling: false
     default_enabled: false

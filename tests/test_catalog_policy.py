@@ -348,3 +348,16 @@ def test_a_matcher_needs_the_bits_label(tmp_path):
     d, p = bad_bits(tmp_path, "      label: clock_event\n", "")
     errors = errors_of(load_catalog, d)
     assert errors and all("error[unknown-bit]" in e and "bits: label" in e for e in errors)
+
+
+# --- dead fields: loaded and never read, now unknown keys (grafana_unit was the last one still accepted) -------
+
+@pytest.mark.parametrize("file, after, key", [("metrics.yaml", "    unit: C\n", "grafana_unit"),
+                                              ("metrics.yaml", "    unit: C\n", "exporter_1x_name"),
+                                              ("xid.yaml", "    class: reboot\n", "mnemonic"),
+                                              ("xid.yaml", "    class: reboot\n", "nvidia_action")])
+def test_a_dead_catalog_field_is_an_unknown_key(minimal_catalog, file, after, key):
+    p = minimal_catalog / file
+    edit(p, after, f"{after}    {key}: x\n")
+    [error] = errors_of(load_catalog, minimal_catalog)
+    assert error.startswith(f"{p}:{line_of(p, key + ':')}:5: error[unknown-key]: ") and repr(key) in error

@@ -38,9 +38,6 @@ def read_metrics(doc, errors):
             bits_label=bits_label,
             where=f.where,
         )
-        # Dropped from the bundled catalog (panels take the signal's unit); still accepted, and ignored, for
-        # catalogs written before (the test suite's minimal catalog among them).
-        f.str("grafana_unit")
         f.done()
         for n in m.names:
             unique(f, "name", n, seen, f"metric name {n!r}")
