@@ -202,6 +202,18 @@ class Window:
 
 
 @dataclass(frozen=True)
+class PanelText:
+    """The description of a panel drawn by code of its own (catalog/dashboards.yaml `texts:`): what it shows,
+    what normal looks like and what to do, each a template whose placeholders the builder fills
+    (panel_specs.TEXTS)."""
+    id: str
+    shows: str
+    normal: str
+    do: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
 class BaselineStatistics:
     """The numbers the baseline statistics are built with (catalog/baselines.yaml `statistics:`), each
     with its source. The windows (30 minutes now, hourly history, daily sums) are in the record names
@@ -346,6 +358,7 @@ class Catalog:
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
     xid_drain: tuple[str, ...] = XID_DRAIN_UNDECLARED  # xid.yaml `drain:`: the XID classes whose alerts drain
     signal_windows: tuple[Window, ...] = ()  # signals.yaml `windows:`, read as [[ w.NAME ]] by the signals
+    panel_texts: tuple[PanelText, ...] = ()  # dashboards.yaml `texts:`: the hand-made panels' descriptions
 
     def xid_codes(self, *classes: str) -> str:
         """Regex of the XID codes of the given classes (class order of XID_CLASSES, then catalog order), for

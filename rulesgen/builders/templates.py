@@ -6,6 +6,7 @@ is an error naming the catalog line, never an empty string in a rule.
 from __future__ import annotations
 
 import jinja2
+import jinja2.meta
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -270,6 +271,20 @@ def bits_used(template: str) -> list[tuple[str, str, bool]]:
             args = [a.value for a in node.args if isinstance(a, nodes.Const) and isinstance(a.value, str)]
             out += [(args[0], b, True) for b in args[1:]]
     return out
+
+
+def placeholders(template: str) -> set[str] | None:
+    """The context names a template reads ([[ x ]], [% if x %]); None when it does not parse."""
+    tree = _syntax_tree(template)
+    return None if tree is None else jinja2.meta.find_undeclared_variables(tree)
+
+
+def syntax_error(template: str) -> str | None:
+    try:
+        _ENV.parse(template)
+    except jinja2.TemplateSyntaxError as exc:
+        return exc.message
+    return None
 
 
 def names_used(template: str) -> set[str]:
