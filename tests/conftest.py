@@ -196,6 +196,7 @@ metrics:
     field_id: 150
     type: gauge
     unit: C
+    description: GPU die temperature.
     help: GPU temperature (in C).
     profiling: false
     default_enabled: true
@@ -203,6 +204,7 @@ metrics:
     field_id: 312
     type: counter
     unit: count
+    description: Double-bit ECC errors since the last driver load.
     help: Total number of double-bit volatile ECC errors.
     profiling: false
     default_enabled: false
