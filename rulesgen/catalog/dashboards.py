@@ -58,7 +58,8 @@ def read_texts(doc, errors, panels: list[HandMadePanel]) -> tuple[PanelText, ...
     needed = [*ALWAYS_TEXTS]
     for p in panels:
         spec = PANELS.get(p.panel)
-        needed += [t for t in ((p.panel,) if p.panel in TEXTS else ()) + (spec.texts if spec else ()) if t not in needed]
+        own = (p.panel,) if p.panel in TEXTS else ()
+        needed += [t for t in own + (spec.texts if spec else ()) if t not in needed]
     tf = Fields(node, errors, "dashboards.yaml texts", fallback=top.at("texts"))
     out = []
     for text_id in list(node or ()):
@@ -79,8 +80,9 @@ def read_texts(doc, errors, panels: list[HandMadePanel]) -> tuple[PanelText, ...
         out.append(PanelText(id=str(text_id), where=tf.at(text_id), **values))
     for text_id in needed:
         if text_id not in node:
-            errors.add(top.at("texts"), "missing-text", f"dashboards.yaml texts: no text {text_id!r} (the "
-                       f"description of a panel drawn: {'always' if text_id in ALWAYS_TEXTS else 'declared under panels:'})")
+            drawn = "always" if text_id in ALWAYS_TEXTS else "declared under panels:"
+            errors.add(top.at("texts"), "missing-text",
+                       f"dashboards.yaml texts: no text {text_id!r} (the description of a panel drawn: {drawn})")
     return tuple(out)
 
 

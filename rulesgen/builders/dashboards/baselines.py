@@ -68,7 +68,8 @@ def baseline_mode_panels(ctx: Context, reads: Reads) -> list[Panel]:
             "short", history, runbook_link(ctx, fm), threshold_steps(">", z, "warning")),
         time_series("Baseline deviation: robust z against node peers", panel_text(
             ctx, "rows.baseline_deviation.peers", signals=names, peer_edge=promql.format_number(peer),
-            mad_to_sigma=promql.format_number(stats.mad_to_sigma.value) if stats else "", runbook_do="; ".join(fm.runbook.act)),
+            mad_to_sigma=promql.format_number(stats.mad_to_sigma.value) if stats else "",
+            runbook_do="; ".join(fm.runbook.act)),
             "short", peers, runbook_link(ctx, fm), threshold_steps(">", peer, "warning")),
     ]
 

@@ -120,8 +120,9 @@ def _ghost_loss_row(ctx, reads: Reads) -> list[Panel]:
     window = reads.value("look_back") / 3600
     return [
         _main(ctx, reads.fm, "minutes from the hardware alert to the loss problem", "rows.ghost_loss",
-              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")}, "m", [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
-                                       f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
+              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")}, "m",
+              [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
+                      f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
         _hardware_alerts_panel(ctx, reads),
         _loss_per_rank_panel(ctx, reads.fm),
     ]
@@ -132,7 +133,8 @@ def _loss_divergence_row(ctx, reads: Reads) -> list[Panel]:
     ratio = reads.value("diverging_above")
     return [
         _main(ctx, reads.fm, "smoothed loss over its recent best", "rows.loss_divergence",
-              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)}, "percentunit", [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
+              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)}, "percentunit",
+              [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
             threshold_steps(">", ratio, "warning")),
         _loss_per_rank_panel(ctx, reads.fm),
     ]
@@ -171,7 +173,8 @@ def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
     act, url = _fm_text(ctx, reads.fm)
     return [
         _main(ctx, reads.fm, "each rank's step time over its job's median", "rows.step_time_straggler",
-              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit", [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
+              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit",
+              [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
             threshold_steps(">", ratio, "warning")),
         time_series("StdDev / Mean of step time across ranks", panel_text(
             ctx, "rows.step_time_straggler.spread", url, record=ctx.named("job_step_cv"),
