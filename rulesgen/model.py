@@ -64,6 +64,7 @@ class Metric:
     max_plausible: float | None = None
     bits: tuple[Bit, ...] = ()  # a bitmask's bits, by value (unit bitmask only)
     bits_source: str = ""
+    bits_label: str = ""  # the label dcgm-exporter names each bit with (bits: label), for bit_matcher()
     where: Where = field(default=Where("<builtin>"), compare=False)
 
     @property
@@ -197,6 +198,18 @@ class Window:
     name: str
     seconds: int
     source: str
+    where: Where = field(compare=False, default=Where("<builtin>"))
+
+
+@dataclass(frozen=True)
+class PanelText:
+    """The description of a panel drawn by code of its own (catalog/dashboards.yaml `texts:`): what it shows,
+    what normal looks like and what to do, each a template whose placeholders the builder fills
+    (panel_specs.TEXTS)."""
+    id: str
+    shows: str
+    normal: str
+    do: str
     where: Where = field(compare=False, default=Where("<builtin>"))
 
 
@@ -344,6 +357,8 @@ class Catalog:
     # The names the code reads, by role (rulesgen/name_roles.py), as the catalog declares or defaults them.
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
     xid_drain: tuple[str, ...] = XID_DRAIN_UNDECLARED  # xid.yaml `drain:`: the XID classes whose alerts drain
+    signal_windows: tuple[Window, ...] = ()  # signals.yaml `windows:`, read as [[ w.NAME ]] by the signals
+    panel_texts: tuple[PanelText, ...] = ()  # dashboards.yaml `texts:`: the hand-made panels' descriptions
 
     def xid_codes(self, *classes: str) -> str:
         """Regex of the XID codes of the given classes (class order of XID_CLASSES, then catalog order), for

@@ -29,10 +29,45 @@ class PanelSpec:
     roles: tuple[str, ...] = ()
     alerts_of: bool = False
     records: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()  # the TEXTS it draws besides its own id's (dashboards.yaml texts:)
 
 
 LOSS_PER_RANK = ("rank_loss", "job_loss_smoothed", "training_job")
 STEP_PER_RANK = ("rank_step", "job_step_median", "training_job")
+
+
+# The descriptions of the panels drawn by code of their own: catalog/dashboards.yaml `texts:`, by id, each a
+# {shows, normal, do} of templates. Here: the placeholders the builder fills in each ([[ NAME ]]), checked at load.
+# A panel's text has its id (and its spec's `texts`); ALWAYS_TEXTS are drawn whatever the file declares.
+TEXTS = {
+    "alerts.firing": (),
+    "fleet.gpus_by_model": ("signal",),
+    "fleet.health_state": ("mode",),
+    "fleet.utilisation": ("mode", "runbook_do"),
+    "fleet.gpu_hours": ("idle_util", "mode", "threshold"),
+    "fleet.cost": ("idle_util", "price_default", "model_prices", "runbook_do"),
+    "jobs.pods_gpus": (),
+    "jobs.rank_clock_spread": ("signal", "straggler_below", "runbook_do"),
+    "jobs.rank_sm_spread": (),
+    "jobs.per_gpu": ("signal",),
+    "jobs.pods_alerts": (),
+    "jobs.hardware_alerts": (),
+    "jobs.loss_per_rank": ("loss",),
+    "jobs.step_per_rank": ("step",),
+    "rows.job_alerts": ("summary", "runbook_do"),
+    "baselines.signals": ("description", "value_record", "history_span", "busy_only", "alert", "sign", "alert_edge",
+                          "floor", "runbook_do"),
+    "rows.baseline_deviation.history": ("signals", "history_edge", "min_history_days", "runbook_do"),
+    "rows.baseline_deviation.peers": ("signals", "peer_edge", "mad_to_sigma", "runbook_do"),
+    "rows.ghost_loss": ("record", "look_back_hours", "runbook_do"),
+    "rows.loss_divergence": ("record", "diverging_above", "runbook_do"),
+    "rows.loss_plateau": ("record", "learning_above", "runbook_do"),
+    "rows.loss_not_finite": ("runbook_do",),
+    "rows.step_time_straggler": ("record", "straggler_above", "runbook_do"),
+    "rows.step_time_straggler.spread": ("record", "spread_above", "runbook_do"),
+}
+ALWAYS_TEXTS = ("alerts.firing", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts")
+TEXT_KEYS = ("shows", "normal", "do")
 
 
 PANELS = {
@@ -55,16 +90,20 @@ PANELS = {
     "baselines.signals": PanelSpec(PANEL, "GPU Baselines: one panel per baseline signal, with the alert edge",
                                    ("alert_edge",)),
     "rows.baseline_deviation": PanelSpec(ROW, "z against the GPU's history and robust z against its node peers",
-                                         ("history_edge", "peer_edge")),
+                                         ("history_edge", "peer_edge"),
+                                         texts=("rows.baseline_deviation.history", "rows.baseline_deviation.peers")),
     "rows.ghost_loss": PanelSpec(ROW, "minutes from a hardware alert to the loss problem", ("look_back",), alerts_of=True,
-                                 records=("ghost_loss_minutes", *LOSS_PER_RANK)),
+                                 records=("ghost_loss_minutes", *LOSS_PER_RANK),
+                                 texts=("jobs.hardware_alerts", "jobs.loss_per_rank")),
     "rows.loss_divergence": PanelSpec(ROW, "smoothed loss over its recent best", ("diverging_above",),
-                                     records=("job_loss_vs_best", *LOSS_PER_RANK)),
+                                     records=("job_loss_vs_best", *LOSS_PER_RANK), texts=("jobs.loss_per_rank",)),
     "rows.loss_plateau": PanelSpec(ROW, "improvement of the loss on its best before the window",
-                                   ("learning_above", "earlier_by"), records=("job_loss_improvement", *LOSS_PER_RANK)),
+                                   ("learning_above", "earlier_by"), records=("job_loss_improvement", *LOSS_PER_RANK),
+                                   texts=("jobs.loss_per_rank",)),
     "rows.loss_not_finite": PanelSpec(ROW, "ranks with a finite loss against ranks stepping",
-                                      records=(*LOSS_PER_RANK, "rank_step")),
+                                      records=(*LOSS_PER_RANK, "rank_step"), texts=("jobs.loss_per_rank",)),
     "rows.step_time_straggler": PanelSpec(ROW, "each rank's step time over its job's median, and the spread",
                                           ("straggler_above", "spread_above"),
-                                          records=("rank_step_vs_job", "job_step_cv", *STEP_PER_RANK)),
+                                          records=("rank_step_vs_job", "job_step_cv", *STEP_PER_RANK),
+                                          texts=("rows.step_time_straggler.spread", "jobs.step_per_rank")),
 }

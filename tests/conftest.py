@@ -226,7 +226,7 @@ metrics:
     field_id: 150
     type: gauge
     unit: C
-    grafana_unit: celsius
+    description: GPU die temperature.
     help: GPU temperature (in C).
     profiling: false
     default_enabled: true
@@ -234,7 +234,7 @@ metrics:
     field_id: 312
     type: counter
     unit: count
-    grafana_unit: short
+    description: Double-bit ECC errors since the last driver load.
     help: Total number of double-bit volatile ECC errors.
     profiling: false
     default_enabled: false

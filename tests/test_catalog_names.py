@@ -73,6 +73,8 @@ def test_unknown_panel_and_roles_the_builder_does_not_draw(bundled_copy):
         "'straggler_below'",
         f"{dash}:{spread}:18: error[unknown-key]: panel jobs.rank_clock_spread thresholds: unknown key 'straggler'"
         " (did you mean 'straggler_below'?)",
+        f"{dash}:{line_of(dash, 'fleet.cost:')}:3: error[unused-text]: dashboards.yaml texts: fleet.cost is the text "
+        "of a panel this file does not declare (panels:); it is drawn nowhere",
     ]
 
 
@@ -157,3 +159,78 @@ def test_baselines_need_the_baseline_failure_mode_and_its_thresholds(minimal_cat
         "z, peer_z, busy_util, same_load_ratio, node_peers_min, fleet_peers_min (missing: z, peer_z, busy_util, "
         "same_load_ratio, node_peers_min, fleet_peers_min)",
     ]
+
+
+# --- the hand-made panels' prose is catalog data (dashboards.yaml texts:) -------------------------------------
+
+def _description(catalog_dir: Path, dashboard: str, title: str) -> str:
+    artifacts = plan(catalog_dir, None, None).artifacts
+    board = json.loads(next(a.text for a in artifacts if a.path == f"dashboards/{dashboard}.json"))
+    panels = [p for p in board["panels"] for p in [p, *p.get("panels", [])]]
+    [panel] = [p for p in panels if p.get("title") == title]
+    return panel["description"]
+
+
+def test_a_panels_prose_comes_from_dashboards_yaml(bundled_copy):
+    """Edit a text in a copy of the catalog: the dashboard's description says the new words, placeholders filled."""
+    dash = bundled_copy / "dashboards.yaml"
+    assert "**Normal:** to drain and to investigate at 0." in _description(
+        bundled_copy, "gpu-fleet-overview", "GPUs by health state")
+    edit(dash, "      to drain and to investigate at 0.\n", "      every GPU healthy, say the planted words.\n")
+    edit(dash, "      busy far above idle for a training fleet.\n", "      planted: [[ mode ]] reads [[ threshold ]].\n")
+    assert "**Normal:** every GPU healthy, say the planted words." in _description(
+        bundled_copy, "gpu-fleet-overview", "GPUs by health state")
+    assert "**Normal:** planted: gpu_idle_allocated reads gpu_util." in _description(
+        bundled_copy, "gpu-fleet-overview", "GPU-hours in range: busy vs idle")
+
+
+def _key_line(path: Path, text_id: str, key: str) -> int:
+    """1-based line of `key:` in the text text_id of dashboards.yaml."""
+    lines = path.read_text().splitlines()
+    at = lines.index(f"  {text_id}:")
+    return next(i for i in range(at, len(lines)) if lines[i].strip().startswith(f"{key}:")) + 1
+
+
+def test_a_texts_placeholder_the_builder_does_not_fill_fails_on_its_line(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(dash, "with GPU_UTIL above [[ idle_util ]] (busy)", "with GPU_UTIL above [[ idle_utl ]] (busy)")
+    edit(dash, "      no series: nothing fires.\n", "      no series: [% if nothing %]nothing fires.\n")
+    syntax, placeholder = errors_of(load_catalog, bundled_copy)
+    assert syntax.startswith(f"{dash}:{_key_line(dash, 'alerts.firing', 'normal')}:5: error[template-syntax]: "
+                             "dashboards.yaml text alerts.firing normal: Unexpected end of template.")
+    assert placeholder == (
+        f"{dash}:{_key_line(dash, 'fleet.gpu_hours', 'shows')}:5: error[unknown-placeholder]: dashboards.yaml text "
+        "fleet.gpu_hours shows: [[ idle_utl ]] is not a value of this panel (did you mean 'idle_util'?) (known: "
+        "idle_util, mode, threshold)")
+
+
+def test_texts_are_complete_known_and_drawn(bundled_copy):
+    dash = bundled_copy / "dashboards.yaml"
+    edit(dash, "  jobs.rank_sm_spread:\n", "  jobs.rank_sm_spreads:\n")
+    edit(dash, "  - panel: fleet.cost\n    failure_mode: gpu_idle_allocated\n"
+               "    thresholds: {idle_util: gpu_util}  # waste: GPU-hours held by a pod at or below it\n", "")
+    texts, spreads, cost = line_of(dash, "texts:"), line_of(dash, "jobs.rank_sm_spreads:"), line_of(dash, "fleet.cost:")
+    assert errors_of(load_catalog, bundled_copy) == [
+        f"{dash}:{texts}:1: error[missing-text]: dashboards.yaml texts: no text 'jobs.rank_sm_spread' (the description "
+        "of a panel drawn: declared under panels:)",
+        f"{dash}:{cost}:3: error[unused-text]: dashboards.yaml texts: fleet.cost is the text of a panel this file does "
+        "not declare (panels:); it is drawn nowhere",
+        f"{dash}:{spreads}:3: error[unknown-text]: dashboards.yaml texts: rulesgen draws no panel text "
+        "'jobs.rank_sm_spreads' (did you mean 'jobs.rank_sm_spread'?)",
+    ]
+
+
+def test_no_panel_prose_is_left_in_the_hand_made_builders():
+    """The builders of the hand-made panels hold no sentences: a string of six words or more ending a sentence,
+    not a docstring, is prose that belongs in dashboards.yaml texts: (titles stay in the code)."""
+    def sentences(source: str) -> list[tuple[int, str]]:
+        tree = ast.parse(source)
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and id(n) not in docs and len(n.value.split()) >= 6 and n.value.rstrip().endswith(".")]
+    assert sentences('x = "a planted sentence of six words."\n') == [(1, "a planted sentence of six words.")]
+    found = {name: sentences((DASHBOARDS_PACKAGE / name).read_text())
+             for name in ("fleet.py", "jobs.py", "job_signals.py", "baselines.py", "panels.py")}
+    assert {name: hits for name, hits in found.items() if hits} == {}

@@ -109,11 +109,12 @@ def test_a_bit_that_is_not_a_power_of_two_fails_on_its_line(tmp_path):
 
 
 def test_a_bit_value_or_name_given_twice_fails_on_the_second(tmp_path):
-    d, p = bad_bits(tmp_path, "{value: 64, name: hw_thermal", "{value: 32, name: sw_thermal")
-    first, second = line_of(p, "value: 32,"), line_of(p, "value: 32,") + 1
+    # two bits no signal reads (renaming a bit a signal reads is also that signal's error: see below)
+    d, p = bad_bits(tmp_path, "{value: 16, name: sync_boost", "{value: 8, name: hw_slowdown")
+    first, second = line_of(p, "value: 8,"), line_of(p, "value: 8,") + 1
     assert errors_of(load_catalog, d) == [
-        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 32 already defined on line {first}",
-        f"{p}:{second}:23: error[duplicate-id]: metric {CLOCK}: bit name 'sw_thermal' already defined on line {first}",
+        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 8 already defined on line {first}",
+        f"{p}:{second}:22: error[duplicate-id]: metric {CLOCK}: bit name 'hw_slowdown' already defined on line {first}",
     ]
 
 
@@ -135,6 +136,8 @@ def _clock_events(catalog, stem="power-anomaly-hw-brake"):
 def test_the_clock_dialects_name_bits_as_the_catalog_does(tmp_path):
     assert "hw_power_brake" in _clock_events(BUNDLED)
     d, _ = bad_bits(tmp_path, "name: hw_power_brake,", "name: power_brake_renamed,")
+    sig = d / "signals.yaml"  # the signals that read the bit are renamed with it
+    edit(sig, "hw_power_brake", "power_brake_renamed", sig.read_text().count("hw_power_brake"))
     events = _clock_events(load_catalog(d))
     assert "power_brake_renamed" in events and "hw_power_brake" not in events
 
@@ -178,10 +181,9 @@ def test_a_catalog_that_sources_no_for_still_loads(minimal_catalog):
 
 # --- windows: the ranges the alerts read, named and sourced -------------------------------------------------
 
-# Failure modes whose alerts still spell a range literally: telemetry_blind_spot's [1h] is the hour its
-# `lookback` threshold describes and should read it (a change of its dashboards' output, left for a later
-# pass). A new literal range elsewhere is a window to declare.
-LITERAL_RANGES = {"telemetry_blind_spot"}
+# Failure modes whose alerts still spell a range literally: none. A new literal range is a window to declare
+# (telemetry_blind_spot reads its hour as [[ t.lookback | window ]]: a threshold, listed in its runbook).
+LITERAL_RANGES: set[str] = set()
 
 
 def test_bundled_windows_have_sources_and_the_rest_is_known():
@@ -213,6 +215,26 @@ def test_windows_render_as_the_ranges_they_name(tmp_path):
     assert longer and all(e.count("[20m]") == 2 and "[15m]" not in e for e in longer)
 
 
+def test_telemetry_blind_spot_reads_its_lookback(tmp_path):
+    """The hour of fields a GPU reported is the `lookback` threshold: changing it changes the rule."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+
+    def exprs(catalog):
+        rules = build_rules(catalog, settings)
+        return [r.expr for f in rules.files for g in f.groups for r in g.rules
+                if r.failure_mode == "telemetry_blind_spot" and r.alert]
+
+    assert exprs(BUNDLED) and all("gpu:dcgm_fields:count[1h]" in e for e in exprs(BUNDLED))
+    d = copy(tmp_path)
+    f = d / "failure_modes.yaml"
+    text = f.read_text()
+    at = text.index("        value: 3600", text.index("  - id: telemetry_blind_spot"))
+    f.write_text(text[:at] + "        value: 7200" + text[at + len("        value: 3600"):])
+    longer = exprs(load_catalog(d))
+    assert longer and all("gpu:dcgm_fields:count[2h]" in e and "[1h]" not in e for e in longer)
+
+
 def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
     d = copy(tmp_path)
     f = d / "failure_modes.yaml"
@@ -226,16 +248,116 @@ def test_a_window_no_alert_reads_or_without_source_fails_on_its_line(tmp_path):
     ]
 
 
+# signals.yaml `windows:`: every range, offset and counter-macro window of a recording rule is named and sourced
+
+def test_bundled_signal_windows_have_sources_and_no_signal_spells_a_range():
+    import re
+    assert len(BUNDLED.signal_windows) >= 8 and all(w.source.strip() and w.seconds > 0 for w in BUNDLED.signal_windows)
+    literal = [s.record for s in BUNDLED.signals
+               if re.search(r"(?<!\[)\[\d+[smhdw]\]|offset \d|[\"']\d+[smhdw][\"']|samples\(\d", s.expr)]
+    assert literal == []
+
+
+def _signal_exprs(catalog, record: str) -> list[str]:
+    from rulesgen.builders.rules import build_rules
+    rules = build_rules(catalog, load_settings(ROOT / "rulesgen.yaml"))
+    return [r.expr for f in rules.files for g in f.groups for r in g.rules if r.record == record]
+
+
+def test_a_signal_window_renders_as_its_range_offset_and_macro_window(tmp_path):
+    """xid_recent is the [10m] range, the offset 10m and the increase()/born() window of gpu:dcgm_xid:recent:
+    lengthening it lengthens all of them."""
+    [expr] = _signal_exprs(BUNDLED, "gpu:dcgm_xid:recent")
+    assert expr.count("[10m]") >= 4 and expr.count("offset 10m") >= 2
+    d = copy(tmp_path)
+    edit(d / "signals.yaml", "  - name: xid_recent\n    value: 10m\n", "  - name: xid_recent\n    value: 20m\n")
+    [longer] = _signal_exprs(load_catalog(d), "gpu:dcgm_xid:recent")
+    assert longer.count("[20m]") == expr.count("[10m]") and longer.count("offset 20m") == expr.count("offset 10m")
+    assert "10m" not in longer
+
+
+def test_an_unknown_or_unread_signal_window_fails_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    f = d / "signals.yaml"
+    edit(f, "gpu:dcgm_xid_last:code[[ w.xid_recent ]]", "gpu:dcgm_xid_last:code[[ w.xid_recnt ]]")
+    edit(f, "windows:\n", "windows:\n  - name: spare\n    value: 1h\n    source: read by nothing\n")
+    bad, spare = line_of(f, "w.xid_recnt"), line_of(f, "- name: spare")
+    col = next(line for line in f.read_text().splitlines() if "w.xid_recnt" in line).index("w.xid_recnt") + 1
+    names = ", ".join(["spare"] + [w.name for w in BUNDLED.signal_windows])
+    assert errors_of(load_catalog, d) == [
+        f"{f}:{spare}:5: error[unused-window]: signals.yaml: window 'spare' is read by no signal",
+        f"{f}:{bad}:{col}: error[unknown-window]: signal gpu:dcgm_xid:recent: unknown window 'xid_recnt' "
+        f"(did you mean 'xid_recent'?) (signals.yaml windows: {names})",
+    ]
+
+
+def test_a_catalog_without_signal_windows_still_loads(minimal_catalog):
+    """Literal macro windows ("5m") stay valid: a catalog written before `windows:` existed loads as it did."""
+    assert "windows:" not in (minimal_catalog / "signals.yaml").read_text()
+    assert load_catalog(minimal_catalog).signal_windows == ()
+
+
 def test_signals_test_clock_bits_by_name(tmp_path):
     """signals.yaml tests a bit as floor(x / [[ bit.METRIC.NAME ]]) % 2: the value comes from the catalog's table,
-    and a bit renamed in metrics.yaml fails the signal that reads it, on the signal's line."""
-    from rulesgen.builders.rules import build_rules
-    settings = load_settings(ROOT / "rulesgen.yaml")
+    and a bit renamed in metrics.yaml fails the signal that reads it at load, on the line that names it."""
     thermal = next(s for s in BUNDLED.signals if s.record == "gpu:dcgm_clock_event_thermal:active")
     assert f"[[ bit.{CLOCK}.hw_thermal ]]" in thermal.expr and "/ 64" not in thermal.expr
     d, p = bad_bits(tmp_path, "name: hw_thermal,", "name: hw_thermal_slowdown,")
     with pytest.raises(RulesgenError) as info:
-        build_rules(load_catalog(d), settings)
+        load_catalog(d)
     [diag] = [x for x in info.value.diagnostics if "hw_thermal" in x.message]
-    assert diag.path.endswith("signals.yaml") and diag.code == "unknown-reference"
-    assert f"unknown bit of {CLOCK}" in diag.message and "'hw_thermal'" in diag.message
+    sig = d / "signals.yaml"
+    assert diag.path == str(sig) and diag.code == "unknown-bit"
+    assert diag.line == line_of(sig, f"bit.{CLOCK}.hw_thermal")
+    assert diag.message.startswith(f"signal gpu:dcgm_clock_event_thermal:active: 'hw_thermal' is not a bit of {CLOCK}")
+    assert "hw_thermal_slowdown" in diag.message  # the table's names
+
+
+def test_clock_event_matchers_come_from_the_bit_table(tmp_path):
+    """bit_matcher("METRIC", "NAME", ...) is the label matcher of the bits' names, in the label `bits:` declares
+    (clock_event): no hand-written clock_event="..." in signals.yaml; renaming the label renames every matcher."""
+    from rulesgen.builders.rules import build_rules
+    settings = load_settings(ROOT / "rulesgen.yaml")
+    assert "clock_event=" not in (bundled_catalog_dir() / "signals.yaml").read_text().split("\nsignals:\n")[1]
+
+    def brake(catalog) -> str:
+        rules = build_rules(catalog, settings)
+        [expr] = [r.expr for f in rules.files for g in f.groups for r in g.rules
+                  if r.record == "gpu:dcgm_clock_event_power_brake:active"]
+        return expr
+
+    assert brake(BUNDLED).count('clock_event="hw_power_brake"') == 6
+    d, _ = bad_bits(tmp_path, "      label: clock_event\n", "      label: reason\n")
+    assert brake(load_catalog(d)).count('reason="hw_power_brake"') == 6
+
+
+def test_a_misspelt_bit_in_a_matcher_is_a_load_error_on_its_line(tmp_path):
+    d = copy(tmp_path)
+    sig = d / "signals.yaml"
+    edit(sig, f'bit_matcher("{CLOCK}", "hw_power_brake")', f'bit_matcher("{CLOCK}", "hw_power_break")')
+    line = line_of(sig, '"hw_power_break"')
+    col = next(x for x in sig.read_text().splitlines() if '"hw_power_break"' in x).index("hw_power_break") + 1
+    assert errors_of(load_catalog, d) == [
+        f"{sig}:{line}:{col}: error[unknown-bit]: signal gpu:dcgm_clock_event_power_brake:active: 'hw_power_break' "
+        f"is not a bit of {CLOCK} (did you mean 'hw_power_brake'?) (metrics.yaml bits: "
+        + ", ".join(b.name for b in BUNDLED.metric(CLOCK).bits) + ")",
+    ]
+
+
+def test_a_matcher_needs_the_bits_label(tmp_path):
+    d, p = bad_bits(tmp_path, "      label: clock_event\n", "")
+    errors = errors_of(load_catalog, d)
+    assert errors and all("error[unknown-bit]" in e and "bits: label" in e for e in errors)
+
+
+# --- dead fields: loaded and never read, now unknown keys (grafana_unit was the last one still accepted) -------
+
+@pytest.mark.parametrize("file, after, key", [("metrics.yaml", "    unit: C\n", "grafana_unit"),
+                                              ("metrics.yaml", "    unit: C\n", "exporter_1x_name"),
+                                              ("xid.yaml", "    class: reboot\n", "mnemonic"),
+                                              ("xid.yaml", "    class: reboot\n", "nvidia_action")])
+def test_a_dead_catalog_field_is_an_unknown_key(minimal_catalog, file, after, key):
+    p = minimal_catalog / file
+    edit(p, after, f"{after}    {key}: x\n")
+    [error] = errors_of(load_catalog, minimal_catalog)
+    assert error.startswith(f"{p}:{line_of(p, key + ':')}:5: error[unknown-key]: ") and repr(key) in error

@@ -6,6 +6,7 @@ is an error naming the catalog line, never an empty string in a rule.
 from __future__ import annotations
 
 import jinja2
+import jinja2.meta
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -36,6 +37,25 @@ def _window(seconds) -> str:
 
 _ENV.filters["window"] = _window
 _ENV.filters["duration"] = lambda seconds: format_duration(int(float(getattr(seconds, "threshold_value", seconds))))  # 86400 -> 1d, for annotations
+
+
+class WindowRange:
+    """A named window in a template ([[ w.NAME ]]): reads as its PromQL range, [10m]; `| duration` gives its
+    length, 10m (for `offset`); the counter macros (rate, increase, born) take it as their window."""
+
+    def __init__(self, seconds: int):
+        self.seconds = int(seconds)
+
+    def __str__(self) -> str:
+        return _window(self.seconds)
+
+    def __float__(self) -> float:
+        return float(self.seconds)
+
+
+def _length(window) -> str:
+    """A macro's window argument as a PromQL duration: a named window ([[ rate("X", w.NAME) ]]) or a literal "5m"."""
+    return window if isinstance(window, str) else format_duration(int(float(window)))
 
 
 class _Lookup(dict):
@@ -100,6 +120,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         Each name is its own term joined with `or`: a regex on __name__ inside rate() would yield
         duplicate series (the name is dropped) if an exporter sent both names at once."""
         def apply(name, window, extra=""):
+            window = _length(window)
             m = metric(name)
             selected = matchers(extra)
             terms = []
@@ -117,6 +138,7 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         before it: dcgm-exporter creates DCGM_EXP_*_TOTAL series at the first event, so the birth is
         an event that increase() cannot see (a window holding one sample gives it nothing). Matching
         on the GPU and `label` only, a pod-label change (same count, new series) is not an event."""
+        window = _length(window)
         on = promql.by((*settings.gpu_identity, label))
         now = series(name, extra)
         before = host(f"{promql.selector(metric(name), matchers(extra))} offset {window}", name)
@@ -129,6 +151,19 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
     # A bitmask metric's bits by name (metrics.yaml bits:), for bit tests: floor(x / [[ bit.METRIC.NAME ]]) % 2.
     bits = {m.name: _Lookup(f"bit of {m.name} (metrics.yaml bits:)", {b.name: str(b.value) for b in m.bits})
             for m in catalog.metrics if m.bits}
+    def bit_matcher(name, *bit_names):
+        """A label matcher for bits of a bitmask metric by their names, in the label its `bits:` declare
+        (metrics.yaml): bit_matcher("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "sw_thermal", "hw_thermal") ->
+        clock_event=~"sw_thermal|hw_thermal"; one name: clock_event="hw_power_brake"."""
+        m = metric(name)
+        if not m.bits_label:
+            raise KeyError(f"metric {name} declares no bits label (metrics.yaml bits: label)")
+        for b in bit_names:
+            bits[m.name][b]  # an unknown bit raises, with did-you-mean
+        if len(bit_names) == 1:
+            return f'{m.bits_label}="{bit_names[0]}"'
+        return f'{m.bits_label}=~"{"|".join(bit_names)}"'
+
     # DCGM health error codes by class (catalog/dcgm_health.yaml), for health_error_code matchers.
     health = {cls: catalog.health.regex(cls) if catalog.health else "NONE" for cls in HEALTH_CLASSES}
 
@@ -159,7 +194,10 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "gpu_limit": _Lookup("limit a GPU reports itself (gpu_models.yaml own_limits)",
                              {o.key: conventions.gpu_limit_record(o.key) for o in catalog.own_limits}),
         "xid": _Lookup("XID class", xid),
+        # signals.yaml `windows:` ([[ w.NAME ]]); a failure mode's own windows replace them (mode_context).
+        "w": _Lookup("window of signals.yaml", {w.name: WindowRange(w.seconds) for w in catalog.signal_windows}),
         "bit": _Lookup("metric with bits (metrics.yaml bits:)", bits),
+        "bit_matcher": bit_matcher,
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
         "active": lambda fm_id: _active(catalog, settings, fm_id),
@@ -184,7 +222,7 @@ def _threshold_values(fm: FailureMode, settings: Settings) -> dict[str, str]:
 
 def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
     return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings)),
-            "w": _Lookup(f"window of {fm.id}", {w.name: _window(w.seconds) for w in fm.windows})}
+            "w": _Lookup(f"window of {fm.id}", {w.name: WindowRange(w.seconds) for w in fm.windows})}
 
 
 def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:
@@ -218,6 +256,35 @@ def attributes_used(template: str, name: str) -> set[str]:
             elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
                 out.add(node.arg.value)
     return out
+
+
+def bits_used(template: str) -> list[tuple[str, str, bool]]:
+    """(metric, bit name, in a matcher) for each bit a template reads: [[ bit.METRIC.NAME ]] (False) and
+    bit_matcher("METRIC", "NAME", ...) (True), in the order they stand."""
+    tree = _syntax_tree(template)
+    out = []
+    for node in tree.find_all((nodes.Getattr, nodes.Call)) if tree else ():
+        if (isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Getattr)
+                and isinstance(node.node.node, nodes.Name) and node.node.node.name == "bit"):
+            out.append((node.node.attr, node.attr, False))
+        elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "bit_matcher":
+            args = [a.value for a in node.args if isinstance(a, nodes.Const) and isinstance(a.value, str)]
+            out += [(args[0], b, True) for b in args[1:]]
+    return out
+
+
+def placeholders(template: str) -> set[str] | None:
+    """The context names a template reads ([[ x ]], [% if x %]); None when it does not parse."""
+    tree = _syntax_tree(template)
+    return None if tree is None else jinja2.meta.find_undeclared_variables(tree)
+
+
+def syntax_error(template: str) -> str | None:
+    try:
+        _ENV.parse(template)
+    except jinja2.TemplateSyntaxError as exc:
+        return exc.message
+    return None
 
 
 def names_used(template: str) -> set[str]:

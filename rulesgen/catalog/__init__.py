@@ -10,10 +10,10 @@ from ..name_roles import METRIC, RECORD, ROLES
 from ..panel_specs import PANELS
 from ..yamlsource import load_file
 from .baselines import read_baselines
-from .dashboards import read_dashboards
+from .dashboards import read_dashboards, read_texts
 from .failure_modes import check_baseline_mode, check_covers, read_failure_modes
 from .health import read_health, with_health_covers
-from .metrics import read_gpu_models, read_metrics, read_signals, read_xids
+from .metrics import check_bits_used, read_gpu_models, read_metrics, read_signal_windows, read_signals, read_xids
 from .policy import read_xid_drain
 from .roles import read_roles, resolve_roles
 from .routing import read_routing
@@ -50,6 +50,8 @@ def load_catalog(directory: Path) -> Catalog:
     metrics = read_metrics(docs["metrics.yaml"], errors)
     known_metrics = {n for m in metrics for n in m.names}
     signals = read_signals(docs["signals.yaml"], errors, known_metrics)
+    signal_windows = read_signal_windows(docs["signals.yaml"], errors, signals)
+    check_bits_used(signals, metrics, errors)
     records = {s.record for s in signals}
     metric_roles, metrics_at = read_roles(docs["metrics.yaml"], errors, METRIC, {m.name for m in metrics})
     record_roles, signals_at = read_roles(docs["signals.yaml"], errors, RECORD, records)
@@ -67,13 +69,15 @@ def load_catalog(directory: Path) -> Catalog:
     check_baseline_mode(docs["failure_modes.yaml"], modes, baselines, errors)
     routing = read_routing(docs["alertmanager.yaml"], errors, modes) if "alertmanager.yaml" in docs else Routing()
     panels = read_dashboards(docs["dashboards.yaml"], errors, modes) if "dashboards.yaml" in docs else []
+    texts = read_texts(docs["dashboards.yaml"], errors, panels) if "dashboards.yaml" in docs else ()
     roles = resolve_roles({**metric_roles, **record_roles}, {METRIC: {m.name for m in metrics}, RECORD: records},
                           {METRIC: metrics_at, RECORD: signals_at}, _readers(panels, baselines), errors)
     errors.raise_if_any()
     return Catalog(metrics=tuple(metrics), signals=tuple(signals), failure_modes=tuple(modes), xids=tuple(xids),
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
                    baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
-                   own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain)
+                   own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain,
+                   signal_windows=signal_windows, panel_texts=texts)
 
 
 def _readers(panels, baselines) -> dict[str, str]:

@@ -1,16 +1,17 @@
 """dashboards.yaml: the hand-made dashboard panels and rows, and the failure modes and thresholds they read."""
 from __future__ import annotations
 
-from ..panel_specs import PANELS, ROW
+from ..builders import templates
+from ..panel_specs import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS
 from ..fields import Fields, did_you_mean
-from ..model import FailureMode, HandMadePanel
+from ..model import FailureMode, HandMadePanel, PanelText
 from .common import top_list
 
 
 def read_dashboards(doc, errors, modes: list[FailureMode]) -> list[HandMadePanel]:
     """catalog/dashboards.yaml: each entry names a panel builder rulesgen knows, the failure mode it reads, the
     thresholds of that mode it draws (by the builder's role for each) and the modes whose alerts it shows."""
-    items, wheres = top_list(doc, "panels", errors, "dashboards.yaml")
+    items, wheres = top_list(doc, "panels", errors, "dashboards.yaml", also=("texts",))
     by_id = {m.id: m for m in modes}
     out, seen, rows = [], {}, {}
     for item, w in zip(items, wheres):
@@ -43,6 +44,62 @@ def read_dashboards(doc, errors, modes: list[FailureMode]) -> list[HandMadePanel
                                  where=f.at("panel")))
         f.done()
     return out
+
+
+def read_texts(doc, errors, panels: list[HandMadePanel]) -> tuple[PanelText, ...]:
+    """dashboards.yaml `texts:` {id: {shows, normal, do}}: the descriptions of the panels drawn by code, each
+    a template of the placeholders its builder fills (panel_specs.TEXTS). A file with `texts:` gives one for
+    each panel drawn (ALWAYS_TEXTS, and the declared panels' own) and no other; a file without it (written
+    before it existed) draws those panels without a description."""
+    top = Fields(doc, errors, "dashboards.yaml")
+    if not top.has("texts"):
+        return ()
+    node = top.mapping("texts")
+    needed = [*ALWAYS_TEXTS]
+    for p in panels:
+        spec = PANELS.get(p.panel)
+        own = (p.panel,) if p.panel in TEXTS else ()
+        needed += [t for t in own + (spec.texts if spec else ()) if t not in needed]
+    tf = Fields(node, errors, "dashboards.yaml texts", fallback=top.at("texts"))
+    out = []
+    for text_id in list(node or ()):
+        if text_id not in TEXTS:
+            errors.add(tf.at(text_id), "unknown-text", f"dashboards.yaml texts: rulesgen draws no panel text "
+                       f"{text_id!r}{did_you_mean(str(text_id), TEXTS)}")
+        elif text_id not in needed:
+            errors.add(tf.at(text_id), "unused-text", f"dashboards.yaml texts: {text_id} is the text of a panel "
+                       f"this file does not declare (panels:); it is drawn nowhere")
+        tf.seen.add(text_id)
+        f = Fields(node[text_id], errors, f"dashboards.yaml text {text_id}", fallback=tf.at(text_id))
+        values = {}
+        for key in TEXT_KEYS:
+            text = f.str(key, required=True) or ""
+            values[key] = text
+            _check_placeholders(text, f.at(key), text_id, key, errors)
+        f.done()
+        out.append(PanelText(id=str(text_id), where=tf.at(text_id), **values))
+    for text_id in needed:
+        if text_id not in node:
+            drawn = "always" if text_id in ALWAYS_TEXTS else "declared under panels:"
+            errors.add(top.at("texts"), "missing-text",
+                       f"dashboards.yaml texts: no text {text_id!r} (the description of a panel drawn: {drawn})")
+    return tuple(out)
+
+
+def _check_placeholders(text, where, text_id, key, errors) -> None:
+    """A text reads only the placeholders its builder fills: a typo is a load error on its line."""
+    if not text:
+        return
+    message = templates.syntax_error(text)
+    if message:
+        errors.add(where, "template-syntax", f"dashboards.yaml text {text_id} {key}: {message}")
+        return
+    known = TEXTS.get(text_id, ())
+    for name in sorted(templates.placeholders(text) or ()):
+        if name not in known:
+            errors.add(where, "unknown-placeholder",
+                       f"dashboards.yaml text {text_id} {key}: [[ {name} ]] is not a value of this panel"
+                       f"{did_you_mean(name, known)} (known: {', '.join(known) or 'none'})")
 
 
 def _mode(name, where, panel, by_id, errors) -> FailureMode | None:

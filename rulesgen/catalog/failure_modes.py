@@ -49,7 +49,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                         unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
                                         description=tf.str("description", default="") or "", range=valid))
             tf.done()
-        windows = read_windows(f, fm_id, errors)
+        windows = read_windows(f, f"failure mode {fm_id}", errors)
         alerts = []
         a_items, a_wheres = f.list("alerts", required=True)
         severities = set()
@@ -109,18 +109,19 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
     return out
 
 
-def read_windows(f: Fields, fm_id: str, errors) -> tuple[Window, ...]:
-    """`windows:` [{name, value (a duration), source}]: the ranges the alerts read as [[ w.NAME ]], each with
-    why it is that long; a window no alert reads is an error (a dead field)."""
+def read_windows(f: Fields, owner: str, errors) -> tuple[Window, ...]:
+    """`windows:` [{name, value (a duration), source}]: the ranges the expressions read as [[ w.NAME ]], each
+    with why it is that long. owner: whose windows, in messages ("failure mode ID", "signals.yaml"); a
+    window nothing reads is an error (a dead field), reported by the caller."""
     out, seen = [], {}
     items, wheres = f.list("windows")
     for item, w in zip(items, wheres):
-        wf = Fields(item, errors, f"failure mode {fm_id} window", fallback=w)
+        wf = Fields(item, errors, f"{owner} window", fallback=w)
         name = wf.str("name", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
-        unique(wf, "name", name, seen, f"failure mode {fm_id}: window {name!r}")
+        unique(wf, "name", name, seen, f"{owner}: window {name!r}")
         seconds = wf.duration("value", required=True, default=0)
         if seconds is not None and seconds <= 0 and wf.has("value"):
-            errors.add(wf.at("value"), "out-of-range", f"failure mode {fm_id} window {name}: a range must be above 0s")
+            errors.add(wf.at("value"), "out-of-range", f"{owner} window {name}: a range must be above 0s")
         out.append(Window(name=name, seconds=int(seconds or 0), source=wf.str("source", required=True) or "",
                           where=wf.at("name")))
         wf.done()

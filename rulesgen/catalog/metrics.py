@@ -5,8 +5,10 @@ import re
 
 from ..builders import templates
 from ..fields import Fields, did_you_mean
-from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Xid
+from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
+from ..yamlsource import where_in
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
+from .failure_modes import read_windows
 from .policy import read_bits
 from .roles import generated
 
@@ -18,7 +20,7 @@ def read_metrics(doc, errors):
         f = Fields(item, errors, "metric", fallback=w)
         name = f.str("name", required=True, pattern=r"DCGM_[A-Z0-9_]+")
         unit = f.str("unit", required=True) or ""
-        bits, bits_source = read_bits(f, name or "?", unit)
+        bits, bits_source, bits_label = read_bits(f, name or "?", unit)
         m = Metric(
             name=name or "?",
             field_id=f.num("field_id", integer=True, minimum=0),
@@ -33,11 +35,9 @@ def read_metrics(doc, errors):
             description=f.str("description", default="") or "",
             bits=bits,
             bits_source=bits_source,
+            bits_label=bits_label,
             where=f.where,
         )
-        # Dropped from the bundled catalog (panels take the signal's unit); still accepted, and ignored, for
-        # catalogs written before (the test suite's minimal catalog among them).
-        f.str("grafana_unit")
         f.done()
         for n in m.names:
             unique(f, "name", n, seen, f"metric name {n!r}")
@@ -74,7 +74,7 @@ def _aliases(f: Fields, unit: str) -> tuple[Alias, ...]:
 
 
 def read_signals(doc, errors, known_metrics):
-    items, wheres = top_list(doc, "signals", errors, "signals.yaml", also=("roles",))
+    items, wheres = top_list(doc, "signals", errors, "signals.yaml", also=("roles", "windows"))
     out, seen = [], {}
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "signal", fallback=w)
@@ -97,6 +97,52 @@ def read_signals(doc, errors, known_metrics):
                           body=f.body_at("expr")))
         f.done()
     return out
+
+
+def read_signal_windows(doc, errors, signals) -> tuple[Window, ...]:
+    """signals.yaml `windows:`: the ranges, offsets and counter-macro windows the expressions read as
+    [[ w.NAME ]], each with its source. A name no window declares is an error where the expression names it;
+    a window no signal reads is an error on its line."""
+    windows = read_windows(Fields(doc, errors, "signals.yaml"), "signals.yaml", errors)
+    declared = [w.name for w in windows]
+    used = set()
+    for s in signals:
+        for name in sorted(templates.attributes_used(s.expr, "w")):
+            used.add(name)
+            if name not in declared:
+                errors.add(where_in(s.where, s.body, s.expr, f"w.{name}"), "unknown-window",
+                           f"signal {s.record}: unknown window {name!r}{did_you_mean(name, declared)} "
+                           f"(signals.yaml windows: {', '.join(declared) or 'none'})")
+    for w in windows:
+        if w.name not in used:
+            errors.add(w.where, "unused-window", f"signals.yaml: window {w.name!r} is read by no signal")
+    return windows
+
+
+def check_bits_used(signals, metrics, errors) -> None:
+    """The bits the signals read ([[ bit.METRIC.NAME ]], bit_matcher("METRIC", "NAME", ...)) are bits of that
+    metric's `bits:` table (metrics.yaml), and bit_matcher's metric names their label: a typo fails at load, on
+    the line that names it. An unknown metric is read_signals' error."""
+    by_name = {n: m for m in metrics for n in m.names}
+    for s in signals:
+        seen = set()
+        for metric, bit, matcher in templates.bits_used(s.expr):
+            m = by_name.get(metric)
+            if m is None or (metric, bit, matcher) in seen:
+                continue
+            seen.add((metric, bit, matcher))
+            names = [b.name for b in m.bits]
+            if not m.bits:
+                errors.add(where_in(s.where, s.body, s.expr, metric), "unknown-bit",
+                           f"signal {s.record}: metric {metric} has no `bits:` table (metrics.yaml)")
+            elif bit not in names:
+                errors.add(where_in(s.where, s.body, s.expr, bit), "unknown-bit",
+                           f"signal {s.record}: {bit!r} is not a bit of {metric}{did_you_mean(bit, names)} "
+                           f"(metrics.yaml bits: {', '.join(names)})")
+            elif matcher and not m.bits_label:
+                errors.add(where_in(s.where, s.body, s.expr, metric), "unknown-bit",
+                           f"signal {s.record}: bit_matcher needs the label {metric}'s bits are named with "
+                           f"(metrics.yaml bits: label)")
 
 
 def read_xids(doc, errors):

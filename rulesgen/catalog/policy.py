@@ -30,15 +30,18 @@ def read_xid_drain(doc, errors) -> tuple[str, ...]:
     return tuple(c for c in XID_CLASSES if c in out)
 
 
-def read_bits(f: Fields, name: str, unit: str) -> tuple[tuple[Bit, ...], str]:
-    """A metric's `bits:` {source, values: [{value, name, define}]}: the bitmask's bits, by value. Only a
-    bitmask has bits; each value is a power of two, values and names distinct; the table names its source."""
+def read_bits(f: Fields, name: str, unit: str) -> tuple[tuple[Bit, ...], str, str]:
+    """A metric's `bits:` {source, label, values: [{value, name, define}]}: the bitmask's bits, by value, the
+    table's source and the label (optional) whose values are the bits' names in other series (clock_event of
+    DCGM_EXP_CLOCK_EVENTS_*, for bit_matcher()). Only a bitmask has bits; each value is a power of two,
+    values and names distinct."""
     if not f.has("bits"):
-        return (), ""
+        return (), "", ""
     if unit != "bitmask":
         f.errors.add(f.at("bits"), "bad-value", f"metric {name}: only a metric of unit bitmask has bits, its unit is {unit!r}")
     bf = Fields(f.mapping("bits"), f.errors, f"metric {name} bits", fallback=f.at("bits"))
     source = bf.str("source", required=True) or ""
+    named_by = bf.str("label", default="", pattern=r"[a-zA-Z_][a-zA-Z0-9_]*") or ""
     items, wheres = bf.list("values", required=True)
     bits, values, names = [], {}, {}
     for item, w in zip(items, wheres):
@@ -56,4 +59,4 @@ def read_bits(f: Fields, name: str, unit: str) -> tuple[tuple[Bit, ...], str]:
         if value is not None and label is not None:
             bits.append(Bit(value=value, name=label, define=define, where=w))
     bf.done()
-    return tuple(sorted(bits, key=lambda x: x.value)), source
+    return tuple(sorted(bits, key=lambda x: x.value)), source, named_by

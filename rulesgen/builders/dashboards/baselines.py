@@ -8,7 +8,7 @@ from ... import conventions, promql
 from .. import baselines as baseline_rules
 from .context import Context, Reads
 from .panels import runbook_link, target, threshold_steps, time_series
-from .prose import describe, humanize, one_line
+from .prose import humanize, one_line, panel_text
 
 
 def baseline_panels(ctx: Context) -> list[Panel]:
@@ -36,18 +36,13 @@ def baseline_panels(ctx: Context) -> list[Panel]:
             target(f'{conventions.baseline_peers("node", "median")}{{{node}, signal="{b.signal}"}}',
                    f"{{{{{ctx.settings.host_label}}}}} {{{{modelName}}}} node peers median", "C"),
         ]
-        edge = ""
         if b.alert:
             targets.append(target(ctx.selected_gpus(f"{mean} {sign} {promql.format_number(z)} * {spread}"),
                                   ctx.legend("gpu") + " alert edge", "D"))
-            edge = (f" Dashed: the history mean and the alert edge, mean {sign} {promql.format_number(z)} x stddev "
-                    f"(at least {promql.format_number(b.floor.value)}).")
-        busy = " Busy windows only (GPU_UTIL >= 80%)." if b.busy_only else ""
-        desc = describe(
-            f"{one_line(b.description)} Last 30 minutes ({conventions.BASELINE_VALUE}), the mean of the GPU's "
-            f"hourly history over {window}, and the median of its busy same-model peers on the node.{busy}{edge}",
-            "the GPU close to its history mean and its peers.",
-            "; ".join(fm.runbook.act) if b.alert else "power is the 'same load' guard of the other signals; no alert.")
+        desc = panel_text(ctx, "baselines.signals", description=one_line(b.description),
+                          value_record=conventions.BASELINE_VALUE, history_span=window, busy_only=b.busy_only,
+                          alert=b.alert, sign=sign, alert_edge=promql.format_number(z),
+                          floor=promql.format_number(b.floor.value), runbook_do="; ".join(fm.runbook.act))
         panels.append(time_series(f"{humanize(b.signal)}: now, history and peers", desc, b.unit, targets,
                                   runbook_link(ctx, fm), dashed_refs=("B", "D")))
     return panels
@@ -67,17 +62,14 @@ def baseline_mode_panels(ctx: Context, reads: Reads) -> list[Panel]:
                     legend, chr(ord("A") + i)) for i, b in enumerate(alerting)]
     names = ", ".join(b.signal for b in alerting)
     return [
-        time_series("Baseline deviation: z against the GPU's own history", describe(
-            f"(last 30 minutes - mean of the hourly history) / stddev (floored), for {names}; positive is the "
-            "harmful direction (hotter, slower clock, more errors). Appears once a GPU has busy history.",
-            f"every GPU between -{promql.format_number(z)} and {promql.format_number(z)}; the alert also needs a "
-            f"minimum history ({ctx.settings.baselines.min_history // 86400}d), a minimum deviation per signal, "
-            "the usual power and 15 minutes.", "; ".join(fm.runbook.act)),
+        time_series("Baseline deviation: z against the GPU's own history", panel_text(
+            ctx, "rows.baseline_deviation.history", signals=names, history_edge=promql.format_number(z),
+            min_history_days=str(ctx.settings.baselines.min_history // 86400), runbook_do="; ".join(fm.runbook.act)),
             "short", history, runbook_link(ctx, fm), threshold_steps(">", z, "warning")),
-        time_series("Baseline deviation: robust z against node peers", describe(
-            f"(GPU - median of busy same-model GPUs on the node) / (1.4826 x MAD), for {names}: the cold-start "
-            "baseline, and the one a new or replaced GPU has.",
-            f"every GPU below {promql.format_number(peer)}.", "; ".join(fm.runbook.act)),
+        time_series("Baseline deviation: robust z against node peers", panel_text(
+            ctx, "rows.baseline_deviation.peers", signals=names, peer_edge=promql.format_number(peer),
+            mad_to_sigma=promql.format_number(stats.mad_to_sigma.value) if stats else "",
+            runbook_do="; ".join(fm.runbook.act)),
             "short", peers, runbook_link(ctx, fm), threshold_steps(">", peer, "warning")),
     ]
 

@@ -9,7 +9,7 @@ from grafanalib.core import Panel
 from ... import promql
 from .context import Context, Reads
 from .panels import drawn, firing_alerts_panel, runbook_link, stat, target, time_series
-from .prose import describe, signal_text
+from .prose import panel_text, signal_text
 
 
 def priced(ctx: Context, gpus: Callable[[str], str]) -> str:
@@ -48,9 +48,8 @@ def _gpus_by_model(ctx: Context) -> list[Panel]:
     if gpus is None:
         return []
     fleet = ctx.variables.matchers(("cluster", "modelName"))
-    return [stat("GPUs by model", describe(signal_text(ctx, gpus, "GPUs reporting per model."),
-                                           "the number of GPUs you own; a drop is GPUs or nodes gone (see GPU Health).",
-                                           "compare with the inventory; check exporter_down and gpu_lost alerts."),
+    return [stat("GPUs by model", panel_text(ctx, "fleet.gpus_by_model",
+                                             signal=signal_text(ctx, gpus, "GPUs reporting per model.")),
                  "short", [target(f"sum by (modelName) ({gpus}{{{fleet}}})", "{{modelName}}", instant=True)],
                  runbook_link(ctx, None))]
 
@@ -70,19 +69,14 @@ def _health_state(ctx: Context, reads: Reads) -> Panel:
         target(f'count(max by ({gpu_key}) (ALERTS{{alertstate="firing", action="investigate", '
                f'failure_mode=~"{health_ids}", {fleet}}})) or vector(0)', "to investigate", "D"),
     ]
-    return stat("GPUs by health state", describe(
-        "GPUs reporting, healthy (no firing health alert), with a drain alert, and with an investigate alert.",
-        "to drain and to investigate at 0.", f"open GPU Health; drain one node at a time ({reads.fm.id} guards the rest)."),
+    return stat("GPUs by health state", panel_text(ctx, "fleet.health_state", mode=reads.fm.id),
         "short", state, runbook_link(ctx, reads.fm))
 
 
 def _utilisation(ctx: Context, reads: Reads) -> Panel:
     fleet = ctx.variables.matchers(("cluster", "modelName"))
-    return time_series("Fleet utilisation: SM active (GPU_UTIL dashed)", describe(
-        "Mean SM active per cluster and model: the share of cycles the SMs had work, the honest utilisation. "
-        "GPU_UTIL (dashed) only says a kernel was running.",
-        f"SM active close to GPU_UTIL; a wide gap is the utilisation myth ({reads.fm.id}).",
-        "; ".join(reads.fm.runbook.act)),
+    return time_series("Fleet utilisation: SM active (GPU_UTIL dashed)", panel_text(
+        ctx, "fleet.utilisation", mode=reads.fm.id, runbook_do="; ".join(reads.fm.runbook.act)),
         "percentunit",
         [target(f"{ctx.named('fleet_sm_active')}{{{fleet}}}", "{{cluster}} {{modelName}} SM active"),
          target(f"{ctx.named('fleet_gpu_util')}{{{fleet}}}", "{{cluster}} {{modelName}} GPU_UTIL", "B")],
@@ -95,10 +89,8 @@ def _gpu_hours(ctx: Context, reads: Reads) -> Panel:
     def util_hours(op: str) -> str:
         return _over_range(f"{ctx.gpu_series(ctx.named('util_per_gpu'))} {op} bool {idle_util}")
 
-    return stat("GPU-hours in range: busy vs idle", describe(
-        f"GPU-hours over the dashboard's time range with GPU_UTIL above {idle_util} (busy) "
-        f"and at or below it (idle); the limit is {reads.fm.id}'s {reads.names['idle_util']} threshold.",
-        "busy far above idle for a training fleet.", "find idle GPUs in GPU Jobs and GPU Performance."),
+    return stat("GPU-hours in range: busy vs idle", panel_text(
+        ctx, "fleet.gpu_hours", idle_util=idle_util, mode=reads.fm.id, threshold=reads.names["idle_util"]),
         "short", [target(util_hours(">"), "busy GPU-hours", instant=True),
                   target(util_hours("<="), "idle GPU-hours", "B", instant=True)], runbook_link(ctx, reads.fm))
 
@@ -116,13 +108,11 @@ def _cost(ctx: Context, reads: Reads) -> Panel:
         return (f"count by ({by_model}) ({util} <= {promql.format_number(idle_util)}\n"
                 f"  and on ({ctx.gpu_id}) {ctx.named('workload')}{{{s.pod_label}!=\"\"}})")
 
-    price_note = (f"Prices per GPU-hour from rulesgen.yaml dashboards.price_per_gpu_hour (default "
-                  f"{promql.format_number(s.dashboards.price_default)}; models: "
-                  + (", ".join(f"{p} = {promql.format_number(v)}" for p, v in s.dashboards.prices) or "none") + ").")
-    return stat("Estimated cost and waste in range", describe(
-        "Cost: GPU-hours of every reporting GPU times its model's price. Waste: GPU-hours of GPUs held by a pod "
-        f"while idle (GPU_UTIL at or below {promql.format_number(idle_util)}). " + price_note,
-        "waste a small share of cost.", "; ".join(reads.fm.runbook.act)),
+    prices = ", ".join(f"{p} = {promql.format_number(v)}" for p, v in s.dashboards.prices) or "none"
+    return stat("Estimated cost and waste in range", panel_text(
+        ctx, "fleet.cost", idle_util=promql.format_number(idle_util),
+        price_default=promql.format_number(s.dashboards.price_default), model_prices=prices,
+        runbook_do="; ".join(reads.fm.runbook.act)),
         s.dashboards.currency_unit, [target(_over_range(priced(ctx, gpus_with)), "cost", instant=True),
                                      target(_over_range(priced(ctx, idle_allocated)), "waste (allocated, idle)", "B",
                                             instant=True)],

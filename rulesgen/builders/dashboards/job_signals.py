@@ -15,7 +15,7 @@ from ... import promql
 from ...model import FailureMode
 from .context import Reads
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import _fm_text, describe
+from .prose import _fm_text, panel_text
 
 HARDWARE_TITLE = "Hardware alerts on the selected pods' GPUs"
 
@@ -68,21 +68,14 @@ def _hardware_alerts_panel(ctx, reads: Reads):
     # Hardware alerts carry the GPU's identity only: the selected pods are those holding their GPUs.
     expr = (f'count by ({by}) (\n  ALERTS{{alertstate="firing", failure_mode=~"{modes or "none"}", {gpus}}}\n'
             f'    * on ({ctx.gpu_id}) group_left () {held}\n)')
-    return time_series(HARDWARE_TITLE, describe(
-        "Firing hardware alerts (uncorrectable ECC, XID, thermal throttling) on the GPUs of the selected pods, one "
-        "series per alert and GPU. A loss that stalls or diverges after one of them is a suspected ghost loss.",
-        "no series.", "follow the hardware alert's runbook; check the job's loss since the alert fired."),
+    return time_series(HARDWARE_TITLE, panel_text(ctx, "jobs.hardware_alerts"),
         "short", [target(expr, f"{{{{alertname}}}} {gpu}")], runbook_link(ctx, reads.fm), stacked=True)
 
 
 def _loss_per_rank_panel(ctx, fm: FailureMode):
     rank, job, _ = _legends(ctx)
     loss, _ = _names(ctx)
-    return time_series("Training loss per rank", describe(
-        f"The loss each rank of the selected pods exports ({loss}; finite values only), and the job's loss "
-        "smoothed (dashed): the median of its ranks over 15 minutes, which the loss alerts read.",
-        "falling fast during warm-up, then slowly; a checkpoint or evaluation pass holds it, a restart makes it "
-        "jump back once.", "a flat line after a hardware alert: see Suspected ghost loss; a gap: Loss not finite."),
+    return time_series("Training loss per rank", panel_text(ctx, "jobs.loss_per_rank", loss=loss),
         "short", [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
                   target(_job_series(ctx, ctx.named("job_loss_smoothed")), f"{job} smoothed", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
@@ -91,10 +84,7 @@ def _loss_per_rank_panel(ctx, fm: FailureMode):
 def _step_per_rank_panel(ctx, fm: FailureMode):
     rank, job, _ = _legends(ctx)
     _, step = _names(ctx)
-    return time_series("Step time per rank", describe(
-        f"Each rank's step time ({step}, or the mean of its histogram over 5 minutes) and the job's median "
-        "(dashed).", "every rank close to the median; evaluation passes and checkpoints move all ranks together.",
-        "one rank or one node's ranks above the others: Step-time straggler."),
+    return time_series("Step time per rank", panel_text(ctx, "jobs.step_per_rank", step=step),
         "s", [target(_rank_series(ctx, ctx.named("rank_step")), rank),
               target(_job_series(ctx, ctx.named("job_step_median")), f"{job} median", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
@@ -110,16 +100,18 @@ def header_panels(ctx) -> list[Panel]:
             *drawn(ctx, "jobs.step_per_rank", lambda c, reads: _step_per_rank_panel(c, reads.fm))]
 
 
-def _main(ctx, fm: FailureMode, title, desc, normal, unit, targets, steps=None, dashed=()):
-    """A row's main comparison: the panel the alert's dashboard_url opens, titled with the failure mode."""
-    return time_series(f"{fm.title}: {title}", describe(desc, normal, *_fm_text(ctx, fm)), unit, targets,
+def _main(ctx, fm: FailureMode, title, text_id, values, unit, targets, steps=None, dashed=()):
+    """A row's main comparison: the panel the alert's dashboard_url opens, titled with the failure mode; its
+    description the catalog's text text_id (dashboards.yaml texts:) filled with values."""
+    act, url = _fm_text(ctx, fm)
+    return time_series(f"{fm.title}: {title}", panel_text(ctx, text_id, url, runbook_do=act, **values), unit, targets,
                        runbook_link(ctx, fm), steps, dashed)
 
 
 def mode_panels(ctx, fm: FailureMode) -> list[Panel]:
     """The row of a failure mode that reads job metrics and has no hand-made row (ROWS): its firing alerts."""
     _, _, gpu = _legends(ctx)
-    return [_main(ctx, fm, "alerts", fm.summary, "no series.", "short",
+    return [_main(ctx, fm, "alerts", "rows.job_alerts", {"summary": fm.summary}, "short",
                   [target(f'ALERTS{{alertstate="firing", failure_mode="{fm.id}"}}', gpu)])]
 
 
@@ -127,12 +119,10 @@ def _ghost_loss_row(ctx, reads: Reads) -> list[Panel]:
     _, job, gpu = _legends(ctx)
     window = reads.value("look_back") / 3600
     return [
-        _main(ctx, reads.fm, "minutes from the hardware alert to the loss problem", (
-            "For each GPU of a job whose loss diverges or stalls now: minutes from the first firing of a hardware "
-            f"alert on it (within {promql.format_number(window)} h) to the first time the loss problem was seen "
-            f"({ctx.named('ghost_loss_minutes')}, labels hardware_failure_mode and symptom)."),
-            "no series.", "m", [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
-                                       f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
+        _main(ctx, reads.fm, "minutes from the hardware alert to the loss problem", "rows.ghost_loss",
+              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")}, "m",
+              [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
+                      f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
         _hardware_alerts_panel(ctx, reads),
         _loss_per_rank_panel(ctx, reads.fm),
     ]
@@ -142,10 +132,9 @@ def _loss_divergence_row(ctx, reads: Reads) -> list[Panel]:
     _, job, _ = _legends(ctx)
     ratio = reads.value("diverging_above")
     return [
-        _main(ctx, reads.fm, "smoothed loss over its recent best", (
-            f"The job's smoothed loss over its lowest value of the history window ({ctx.named('job_loss_vs_best')})."),
-            f"near 1 (100%); above {promql.format_number(ratio)} for 10 minutes the loss is diverging.",
-            "percentunit", [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
+        _main(ctx, reads.fm, "smoothed loss over its recent best", "rows.loss_divergence",
+              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)}, "percentunit",
+              [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
             threshold_steps(">", ratio, "warning")),
         _loss_per_rank_panel(ctx, reads.fm),
     ]
@@ -156,12 +145,8 @@ def _loss_plateau_row(ctx, reads: Reads) -> list[Panel]:
     low = reads.value("learning_above")
     earlier = f"{int(reads.value('earlier_by'))}s"
     return [
-        _main(ctx, reads.fm, "improvement on the best before the window", (
-            "How much lower the smoothed loss is than its best before the last window "
-            f"({ctx.named('job_loss_improvement')}), and the same one window earlier (dashed): a plateau is the "
-            "first falling to a fraction of the second."),
-            f"above {promql.format_number(low)} while the run learns; near or below 0 when it stalls.",
-            "percentunit",
+        _main(ctx, reads.fm, "improvement on the best before the window", "rows.loss_plateau",
+              {"record": ctx.named("job_loss_improvement"), "learning_above": promql.format_number(low)}, "percentunit",
             [target(_job_series(ctx, ctx.named("job_loss_improvement")), job),
              target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace'))}}}"
                                            f" offset {earlier}"), f"{job} one window earlier", "B")],
@@ -174,11 +159,7 @@ def _loss_not_finite_row(ctx, reads: Reads) -> list[Panel]:
     _, job, _ = _legends(ctx)
     by = promql.by((ctx.settings.cluster_label, ctx.settings.namespace_label, "workload"))
     return [
-        _main(ctx, reads.fm, "ranks with a finite loss vs ranks stepping", (
-            "Ranks of the selected jobs that export a finite loss, and ranks that export step times (dashed). A NaN "
-            "or infinite loss leaves the first count while the ranks keep stepping (on VictoriaMetrics the NaN "
-            "samples are dropped, the same picture)."),
-            "the two counts equal (or the loss count 1 when only rank 0 logs the loss).", "short",
+        _main(ctx, reads.fm, "ranks with a finite loss vs ranks stepping", "rows.loss_not_finite", {}, "short",
             [target(f"count by ({by}) ({_rank_series(ctx, ctx.named('rank_loss'))})", f"{job} finite loss"),
              target(f"count by ({by}) ({_rank_series(ctx, ctx.named('rank_step'))})", f"{job} stepping",
                     "B")], dashed=("B",)),
@@ -189,17 +170,15 @@ def _loss_not_finite_row(ctx, reads: Reads) -> list[Panel]:
 def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
     rank, job, _ = _legends(ctx)
     ratio, cv = reads.value("straggler_above"), reads.value("spread_above")
+    act, url = _fm_text(ctx, reads.fm)
     return [
-        _main(ctx, reads.fm, "each rank's step time over its job's median", (
-            f"A rank's step time over its job's median at the same time ({ctx.named('rank_step_vs_job')}); the alert "
-            "reads its median over 10 minutes."),
-            f"every rank near 1 (100%); above {promql.format_number(ratio)} a rank holds its job back.",
-            "percentunit", [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
+        _main(ctx, reads.fm, "each rank's step time over its job's median", "rows.step_time_straggler",
+              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit",
+              [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
             threshold_steps(">", ratio, "warning")),
-        time_series("StdDev / Mean of step time across ranks", describe(
-            f"The spread of a job's step times across its ranks ({ctx.named('job_step_cv')}); above the line the ranks "
-            "more than half a standard deviation above the mean are named.",
-            f"below {promql.format_number(cv)}.", *_fm_text(ctx, reads.fm)), "percentunit",
+        time_series("StdDev / Mean of step time across ranks", panel_text(
+            ctx, "rows.step_time_straggler.spread", url, record=ctx.named("job_step_cv"),
+            spread_above=promql.format_number(cv), runbook_do=act), "percentunit",
             [target(_job_series(ctx, ctx.named("job_step_cv")), job)], runbook_link(ctx, reads.fm),
             threshold_steps(">", cv, "warning")),
         _step_per_rank_panel(ctx, reads.fm),

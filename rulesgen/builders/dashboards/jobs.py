@@ -8,7 +8,7 @@ from ... import promql
 from .context import DATASOURCE, Context, Reads
 from .job_signals import header_panels
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import describe, one_line, record_title
+from .prose import one_line, panel_text, record_title
 
 
 def job_panels(ctx: Context) -> list[Panel]:
@@ -24,9 +24,7 @@ def pod_legend(ctx: Context) -> str:
 
 def pods_gpus_table(ctx: Context, reads: Reads) -> Table:
     return Table(title="GPUs of the selected pods (GPU_UTIL now)", dataSource=DATASOURCE, unit="percentunit",
-                 description=describe("One line per GPU held by the selected pods: node, GPU, UUID, model, pod, job, "
-                                      "and its GPU_UTIL now.", "every GPU of a training job busy.",
-                                      "an idle line is a rank that waits or a GPU the job does not use."),
+                 description=panel_text(ctx, "jobs.pods_gpus"),
                  targets=[target(ctx.of_selected_pods(ctx.gpu_series(ctx.named("util_per_gpu"))), "", instant=True, table=True)],
                  links=runbook_link(ctx, reads.fm), maxDataPoints=None)
 
@@ -41,10 +39,9 @@ def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
     pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
     vs_job = ctx.named("sm_clock_vs_job")
     return time_series(
-        "Spread across ranks: SM clock vs the job's median", describe(
-            one_line(ctx.signal(vs_job).description) + " Only while busy.",
-            f"every rank near 1; below {promql.format_number(ratio)} is a straggler the whole job waits for.",
-            "; ".join(reads.fm.runbook.act)),
+        "Spread across ranks: SM clock vs the job's median", panel_text(
+            ctx, "jobs.rank_clock_spread", signal=one_line(ctx.signal(vs_job).description),
+            straggler_below=promql.format_number(ratio), runbook_do="; ".join(reads.fm.runbook.act)),
         "percentunit", [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
         runbook_link(ctx, reads.fm), threshold_steps("<", ratio, "warning"))
 
@@ -54,10 +51,7 @@ def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
     job_by = promql.by((s.cluster_label, s.namespace_label, "workload"))
     sm = ctx.of_selected_pods(ctx.gpu_series(ctx.named("sm_active_per_gpu")))
     return time_series(
-        "Spread across ranks: max - min SM active", describe(
-            "The difference between the busiest and the idlest GPU of each job, by SM active.",
-            "near 0: synchronous data-parallel ranks do the same work.",
-            "a wide spread is a straggler or an unbalanced pipeline stage; see the per-GPU panels."),
+        "Spread across ranks: max - min SM active", panel_text(ctx, "jobs.rank_sm_spread"),
         "percentunit", [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
         runbook_link(ctx, reads.fm))
 
@@ -67,9 +61,8 @@ def per_gpu_panels(ctx: Context) -> list[Panel]:
     panels: list[Panel] = []
     for record in ctx.catalog.named_all("job_gpu_panels"):
         signal = ctx.signal(record)
-        panels.append(time_series(f"{record_title(record)} per GPU", describe(
-            one_line(signal.description) + " One series per GPU of the selected pods.",
-            "the job's GPUs close together.", "a GPU apart from the others is worth a look in GPU Health."),
+        panels.append(time_series(f"{record_title(record)} per GPU", panel_text(
+            ctx, "jobs.per_gpu", signal=one_line(signal.description)),
             signal.unit, [target(ctx.of_selected_pods(ctx.gpu_series(record)), pod_legend(ctx))], runbook_link(ctx, None)))
     return panels
 
@@ -84,7 +77,5 @@ def pods_alerts_panel(ctx: Context) -> Panel:
             f'  or ALERTS{{alertstate="firing", {ctx.variables.matchers(("cluster",))}, {pod}=""}}\n'
             f'    * on ({ctx.gpu_id}) group_left ({promql.by(ctx.settings.workload_labels)}) '
             f'{held}\n)')
-    return time_series("Firing alerts on the selected pods' GPUs", describe(
-        "Firing alerts that name one of the selected pods, or that are about a GPU one of them holds, per alert.",
-        "no series.", "follow the alert's runbook_url; efficiency alerts go to the job owner."),
+    return time_series("Firing alerts on the selected pods' GPUs", panel_text(ctx, "jobs.pods_alerts"),
         "short", [target(expr, "{{alertname}}")], runbook_link(ctx, None), stacked=True)

@@ -10,7 +10,8 @@ from grafanalib.core import DataLink, Panel, Stat, Target, TimeSeries
 from ... import conventions, promql_tree
 from ...model import FailureMode
 from .context import DATASOURCE, Context, Reads, level
-from .prose import comparison_description, comparison_title, comparison_unit, describe, one_line, record_description, record_title
+from .prose import (comparison_description, comparison_title, comparison_unit, one_line, panel_text, record_description,
+                    record_title)
 from .reading import Comparison, alert_reading
 
 SEVERITY_COLOR = {"critical": "red", "warning": "orange", "info": "yellow"}
@@ -67,8 +68,7 @@ def firing_alerts_panel(ctx: Context, modes: list[FailureMode], title: str) -> T
     ids = "|".join(fm.id for fm in modes) or "none"
     expr = (f'count by (failure_mode) (ALERTS{{alertstate="firing", failure_mode=~"{ids}", '
             f'{ctx.variables.matchers(("cluster",))}}})')
-    desc = describe("Firing alerts per failure mode (one series per failure mode).",
-                    "no series: nothing fires.", "open the failure mode's row below, or its runbook from the alert.")
+    desc = panel_text(ctx, "alerts.firing")
     return time_series(title, desc, "short", [target(expr, "{{failure_mode}}")], runbook_link(ctx, None), stacked=True)
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from ... import conventions, promql, promql_tree
 from ...durations import format_duration
+from ...errors import Collector
 from ...model import FailureMode
+from ...panel_specs import TEXT_KEYS
+from .. import templates
 from .context import Context
 from .reading import Comparison
 
@@ -69,6 +72,19 @@ def comparison_unit(ctx: Context, c: Comparison) -> str:
 def describe(shows: str, normal: str, do: str, runbook: str = "") -> str:
     parts = [f"**Shows:** {shows}", f"**Normal:** {normal}", f"**Do:** {do}"]
     return "\n\n".join(parts + ([f"Runbook: {runbook}"] if runbook else []))
+
+
+def panel_text(ctx: Context, text_id: str, runbook: str = "", **values) -> str:
+    """A panel's description from its catalog text (dashboards.yaml texts:), the placeholders filled with
+    values (panel_specs.TEXTS names them, checked at load); empty when the catalog gives none."""
+    text = next((t for t in ctx.catalog.panel_texts if t.id == text_id), None)
+    if text is None:
+        return ""
+    errors = Collector()
+    parts = [templates.render(getattr(text, key), values, text.where, errors, f"dashboards.yaml text {text_id} {key}")
+             for key in TEXT_KEYS]
+    errors.raise_if_any()
+    return describe(*parts, runbook)
 
 
 def signal_text(ctx: Context, record: str, fallback: str) -> str:
