@@ -28,6 +28,7 @@ from .render.prometheus import render_rule_file
 from .render.runbooks import render_runbooks
 from .render.sharded import sharded_artifacts
 from .render.yamltext import PLACEHOLDER, dump_nested, dump_spliced, header
+from .resolved import Resolved, resolve
 from .scenarios import Scenario, adapt, load_scenarios, unmatched_selector
 from .settings import Settings, check_against_catalog, load_settings
 
@@ -49,6 +50,7 @@ class Plan:
     rules: RuleSet
     scenarios: tuple[Scenario, ...]
     artifacts: tuple[Artifact, ...]
+    resolved: Resolved
     sharded: ShardedRules | None = None  # topology: sharded
 
 
@@ -76,7 +78,8 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
     catalog, settings = load_inputs(catalog_dir, config)
     if scenario_tests is None:
         scenario_tests = settings.outputs.scenario_tests
-    rules = build_rules(catalog, settings)
+    resolved = resolve(catalog, settings)
+    rules = build_rules(catalog, settings, resolved)
     check_scrape_interval(settings, rules)
     artifacts = [Artifact(f.path, render_rule_file(f)) for f in rules.files]
     sharded = build_sharded(rules, settings) if settings.topology == "sharded" else None
@@ -100,9 +103,9 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
                            "Run: promtool test rules tests/promtool/*.yaml"]) + with_series(doc, series[s.name])
             artifacts.append(Artifact(f"tests/promtool/{s.name}.yaml", text))
         artifacts += vmalert_artifacts(replayed, scenarios, series)
-    artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules)) + [provider_artifact(settings)]
-    artifacts += delivery_artifacts(catalog, settings, rules, artifacts, sharded)
-    return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), sharded)
+    artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules, resolved)) + [provider_artifact(settings)]
+    artifacts += delivery_artifacts(catalog, settings, resolved, rules, artifacts, sharded)
+    return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), resolved, sharded)
 
 
 def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:
@@ -147,8 +150,8 @@ def vmalert_artifacts(replayed: list[RuleFile], scenarios: list[Scenario], serie
     return out
 
 
-def delivery_artifacts(catalog: Catalog, settings: Settings, rules: RuleSet, rendered: list[Artifact],
-                       sharded: ShardedRules | None = None) -> list[Artifact]:
+def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved, rules: RuleSet,
+                       rendered: list[Artifact], sharded: ShardedRules | None = None) -> list[Artifact]:
     """Formats chosen in rulesgen.yaml `outputs`: Kubernetes resources wrapping the rules and
     dashboards, the Alertmanager snippet, runbooks and the dcgm-exporter counters."""
     out = settings.outputs
@@ -167,9 +170,9 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, rules: RuleSet, ren
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
     if out.alertmanager:
-        extra.append(render_alertmanager(settings, catalog.routing, inhibits(catalog, settings)))
+        extra.append(render_alertmanager(settings, catalog.routing, inhibits(catalog, resolved)))
     if out.runbooks:
-        extra += render_runbooks(catalog, settings, rules)
+        extra += render_runbooks(catalog, settings, rules, resolved)
     if out.exporter_counters:
         extra += render_counters(catalog, rules, out.prometheus_rule.namespace)
     return extra

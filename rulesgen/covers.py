@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .model import Catalog, FailureMode
-from .settings import Settings
-
-RANK = {"critical": 0, "warning": 1, "info": 2}
+from .resolved import SEVERITY_RANK, ModeView, Resolved
 
 
 @dataclass(frozen=True)
@@ -24,12 +22,6 @@ class Cover:
     sources: tuple[str, ...]
 
 
-def severities(fm: FailureMode, settings: Settings) -> tuple[str, ...]:
-    """The severities fm's alerts fire with, strongest first (rulesgen.yaml may remap them)."""
-    remap = dict(settings.for_mode(fm.id).severity)
-    return tuple(sorted({remap.get(a.severity, a.severity) for a in fm.alerts}, key=RANK.__getitem__))
-
-
 def covering(fm: FailureMode, catalog: Catalog) -> list[Cover]:
     """What covers fm, grouped by the value covered ("" = all of fm's alerts), in catalog order."""
     by_value: dict[str, list[str]] = {}
@@ -40,11 +32,11 @@ def covering(fm: FailureMode, catalog: Catalog) -> list[Cover]:
     return [Cover(fm.id, fm.cover_label if value else "", value, tuple(modes)) for value, modes in by_value.items()]
 
 
-def strong_enough(source: FailureMode, severity: str, settings: Settings) -> tuple[str, ...] | None:
+def strong_enough(source: ModeView, severity: str) -> tuple[str, ...] | None:
     """The severities of source's alerts that may silence an alert of `severity`: None when all of them
     may (no filter needed), () when none may."""
-    own = severities(source, settings)
-    allowed = tuple(s for s in own if RANK[s] <= RANK[severity])
+    own = source.severities()
+    allowed = tuple(s for s in own if SEVERITY_RANK[s] <= SEVERITY_RANK[severity])
     return None if allowed == own else allowed
 
 
@@ -60,7 +52,7 @@ class Inhibit:
     values: tuple[str, ...]
 
 
-def inhibits(catalog: Catalog, settings: Settings) -> list[Inhibit]:
+def inhibits(catalog: Catalog, resolved: Resolved) -> list[Inhibit]:
     """The covers as Alertmanager inhibit rules, one per covering and covered failure mode (the covered
     label values joined in one regex), split by the covered alert's severity only where the covering
     mode also alerts less severely."""
@@ -76,12 +68,12 @@ def inhibits(catalog: Catalog, settings: Settings) -> list[Inhibit]:
             if value and value not in values:
                 values.append(value)
         for (target, label), values in grouped.items():
-            target_severities = severities(modes[target], settings)
-            if all(strong_enough(source, s, settings) is None for s in target_severities):
+            target_severities = resolved.mode(target).severities()
+            if all(strong_enough(resolved.mode(source.id), s) is None for s in target_severities):
                 out.append(Inhibit(source.id, (), target, "", label, tuple(values)))
                 continue
             for s in target_severities:
-                allowed = strong_enough(source, s, settings)
+                allowed = strong_enough(resolved.mode(source.id), s)
                 if allowed is None or allowed:
                     out.append(Inhibit(source.id, allowed or (), target, s, label, tuple(values)))
     return out

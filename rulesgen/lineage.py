@@ -160,11 +160,11 @@ def alert_path(plan: Plan, fm_id: str) -> list[str]:
         if readers:
             lines.append(f"       read back (ALERTS) by {', '.join(readers)}")
     if alerts:
-        index = [m.id for m in plan.catalog.failure_modes if m.group == fm.group].index(fm.id)
-        panel = _panel(plan, fm.group, conventions.failure_mode_panel_id(index))
+        panel_id = conventions.failure_mode_panel_id(plan.resolved.mode(fm.id).index_in_group)
+        panel = _panel(plan, fm.group, panel_id)
         if panel:
             path, title, count = panel
-            lines.append(f"  dashboard: {path} panel {conventions.failure_mode_panel_id(index)} \"{title}\" "
+            lines.append(f"  dashboard: {path} panel {panel_id} \"{title}\" "
                          f"(the alerts' dashboard_url; {count} panel(s) in the row)")
     runbook = runbook_path(fm.id)
     if any(a.path == runbook for a in plan.artifacts):

@@ -54,6 +54,7 @@ def test_covers_naming_an_unknown_failure_mode_is_an_error(minimal_catalog, tmp_
 # --- DCGM's health verdict (catalog/dcgm_health.yaml) and severity-aware covers ---------------------------
 
 from rulesgen import covers as cov  # noqa: E402
+from rulesgen.resolved import SEVERITY_RANK, resolve  # noqa: E402
 from rulesgen.settings import Settings  # noqa: E402
 
 
@@ -90,13 +91,13 @@ def test_dcgm_verdict_is_covered_per_code_and_never_by_a_weaker_alert():
 def test_no_inhibit_rule_lets_a_weaker_alert_silence_a_stronger_one():
     catalog = load_catalog(bundled_catalog_dir())
     settings = Settings()
-    modes = {m.id: m for m in catalog.failure_modes}
-    found = cov.inhibits(catalog, settings)
+    resolved = resolve(catalog, settings)
+    found = cov.inhibits(catalog, resolved)
     assert found
     for rule in found:
-        sources = rule.source_severities or cov.severities(modes[rule.source], settings)
-        targets = (rule.target_severity,) if rule.target_severity else cov.severities(modes[rule.target], settings)
-        assert max(cov.RANK[s] for s in sources) <= min(cov.RANK[t] for t in targets), rule
+        sources = rule.source_severities or resolved.mode(rule.source).severities()
+        targets = (rule.target_severity,) if rule.target_severity else resolved.mode(rule.target).severities()
+        assert max(SEVERITY_RANK[s] for s in sources) <= min(SEVERITY_RANK[t] for t in targets), rule
 
 
 def test_dcgm_covers_are_inhibited_in_alertmanager():

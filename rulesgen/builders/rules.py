@@ -7,6 +7,7 @@ from ..errors import Collector
 from ..fields import did_you_mean
 from ..model import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
 from ..output import Rule, RuleFile, RuleGroup, RuleSet
+from ..resolved import ModeView, Resolved, resolve
 from ..settings import Settings
 from ..yamlsource import where_in
 from . import baselines, templates
@@ -22,9 +23,10 @@ RULE_FILES = (
 )
 
 
-def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
+def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None = None) -> RuleSet:
     errors = Collector()
-    base = templates.base_context(catalog, settings)
+    resolved = resolved or resolve(catalog, settings)
+    base = templates.base_context(catalog, settings, resolved)
     recorded = ({s.record for s in catalog.signals} | {conventions.limit_record(k) for k in catalog.limit_keys}
                 | {conventions.gpu_limit_record(o.key) for o in catalog.own_limits}
                 | {conventions.MODEL_GPUS} | conventions.BASELINE_RECORDS)
@@ -33,7 +35,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
     recording: list[Rule] = []
     limit_keys = _used_limit_keys(catalog)
     # Without job metrics (job_metrics.enabled: false) the records that read them are not rendered.
-    skipped = set() if settings.job_metrics.enabled else job_signal_records(catalog, settings)
+    skipped = set() if settings.job_metrics.enabled else job_signal_records(catalog, settings, resolved)
     for signal in catalog.signals:
         if signal.record in skipped:
             continue
@@ -46,16 +48,14 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
             recording.extend(_gpu_limit_rules(catalog, settings, base))
 
-    inactive = []
     alert_groups: dict[str, list[Rule]] = {}
     baseline_recording: list[Rule] = []
     baseline_slow: tuple[RuleGroup, ...] = ()
     for fm in catalog.failure_modes:
-        reason = _inactive_reason(fm, settings)
-        if reason:
-            inactive.append((fm.id, reason))
+        view = resolved.mode(fm.id)
+        if not view.active:
             continue
-        context = templates.mode_context(base, fm, settings)
+        context = templates.mode_context(base, view)
         if fm.id == BASELINE_MODE:
             missing = [n for n in BASELINE_THRESHOLDS if n not in context["t"]]
             if missing or not catalog.baselines:
@@ -72,8 +72,8 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             what = f"failure mode {fm.id} ({spec.severity})"
             reported = len(errors.items)
             expr = templates.render(spec.expr, context, spec.where, errors, what)
-            severity = dict(settings.for_mode(fm.id).severity).get(spec.severity, spec.severity)
-            covering = _cover_conditions(fm, severity, catalog, settings)
+            severity = view.severity(spec.severity)
+            covering = _cover_conditions(fm, severity, catalog, settings, resolved)
             expr = _unless_covered(expr, covering)
             if fm.group in IDENTITY_GROUPS:
                 expr = _held_while_silenced(expr, conventions.alert_name(fm.id, spec.severity, len(fm.alerts)),
@@ -84,8 +84,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
             description = templates.render(spec.description, context, spec.where, errors, what + " description")
             alert_groups.setdefault(fm.group, []).append(
-                _alert_rule(fm, spec, expr, summary, description, workload_from, settings,
-                            [m.id for m in catalog.failure_modes if m.group == fm.group].index(fm.id)))
+                _alert_rule(view, spec, expr, summary, description, workload_from, settings))
 
     errors.raise_if_any()
     alert_rules = [r for rules in alert_groups.values() for r in rules]
@@ -111,7 +110,7 @@ def build_rules(catalog: Catalog, settings: Settings) -> RuleSet:
             files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval), *extra),
                                   description=description))
     # Engine fit: no group above max_rules_per_group, the rules reading ALERTS in groups of their own.
-    return RuleSet(files=engine_fit.fit(files, settings.max_rules_per_group), inactive=tuple(inactive))
+    return RuleSet(files=engine_fit.fit(files, settings.max_rules_per_group), inactive=resolved.inactive)
 
 
 def _baseline_recording(catalog, settings, base, context, errors, recorded, known_metrics) -> tuple[list[Rule], tuple[RuleGroup, ...]]:
@@ -128,10 +127,10 @@ def _baseline_recording(catalog, settings, base, context, errors, recorded, know
     return baselines.recording_rules(catalog, settings, render, context["t"])
 
 
-def job_signal_records(catalog: Catalog, settings: Settings) -> set[str]:
+def job_signal_records(catalog: Catalog, settings: Settings, resolved: Resolved | None = None) -> set[str]:
     """The catalog's recording rules that read the training jobs' own metrics, directly (their template
     uses `jm`) or through another such record (read from the rendered expression's syntax tree)."""
-    base = templates.base_context(catalog, settings)
+    base = templates.base_context(catalog, settings, resolved)
     direct = {s.record for s in catalog.signals if templates.attributes_used(s.expr, "jm")}
     reads = {}
     for s in catalog.signals:
@@ -147,20 +146,6 @@ def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
     """Recording rules the alerts read, directly or through other recording rules. The rest only
     feed dashboards: they go to aggregates.yaml, which scenario tests need not evaluate."""
     return set(rule_graph.Graph(recording).records_read(a.expr for a in alert_rules))
-
-
-def _inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
-    mode = settings.for_mode(fm.id)
-    if mode.enabled is False:
-        return "disabled in rulesgen.yaml"
-    if fm.group in settings.disabled_groups and mode.enabled is not True:
-        return f"group {fm.group} disabled in rulesgen.yaml"
-    if fm.needs_profiling and not settings.profiling:
-        return "needs DCGM profiling fields (profiling: false in rulesgen.yaml)"
-    if fm.job_metrics and not settings.job_metrics.enabled:
-        names = ", ".join(jobmetrics.input_names(settings, fm.job_metrics))
-        return f"needs the training jobs' own metrics ({names}; job_metrics.enabled: false in rulesgen.yaml)"
-    return None
 
 
 def _expr_templates(catalog: Catalog) -> list[str]:
@@ -250,10 +235,10 @@ def _escape(regex: str) -> str:
     return regex.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str, workload_from: str,
-                settings: Settings, index_in_group: int) -> Rule:
-    mode = settings.for_mode(fm.id)
-    severity = dict(mode.severity).get(spec.severity, spec.severity)
+def _alert_rule(view: ModeView, spec, expr: str, summary: str, description: str, workload_from: str,
+                settings: Settings) -> Rule:
+    fm = view.fm
+    severity = view.severity(spec.severity)
     identity = fm.group in IDENTITY_GROUPS
     if fm.scope == "gpu" and not identity:
         expr = _with_workload(expr, workload_from, settings)
@@ -265,29 +250,29 @@ def _alert_rule(fm: FailureMode, spec, expr: str, summary: str, description: str
         "description": description,
         "runbook_url": conventions.runbook_url(settings.runbook_base_url, fm.id),
         "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
-                                                   conventions.failure_mode_panel_id(index_in_group)),
+                                                   conventions.failure_mode_panel_id(view.index_in_group)),
     }
     return Rule(
         alert=conventions.alert_name(fm.id, spec.severity, len(fm.alerts)), expr=expr,
-        for_seconds=mode.for_seconds if mode.for_seconds is not None else spec.for_seconds,
+        for_seconds=view.for_seconds(spec),
         keep_firing_for_seconds=settings.keep_firing_for if identity else 0,
         labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())), failure_mode=fm.id,
         source=spec.where)
 
 
-def _cover_conditions(fm: FailureMode, severity: str, catalog: Catalog, settings: Settings) -> list[tuple[str, str]]:
+def _cover_conditions(fm: FailureMode, severity: str, catalog: Catalog, settings: Settings,
+                      resolved: Resolved) -> list[tuple[str, str]]:
     """(on-labels, ALERTS condition) pairs, one per way a failure mode that `covers` fm (catalog) can be
     pending or firing on the same GPU. Covers of some of fm's alerts match on fm.cover_label
     (baseline_deviation: signal; dcgm_health: the DCGM code). A covering mode that also alerts less
     severely counts only with its alerts at least as severe as this one (rulesgen/covers.py)."""
     groups = covers.covering(fm, catalog)
     on = promql.by(settings.gpu_identity)
-    modes = {m.id: m for m in catalog.failure_modes}
 
     def alerts(sources):
         plain, filtered = [], {}
         for source in sources:
-            allowed = covers.strong_enough(modes[source], severity, settings)
+            allowed = covers.strong_enough(resolved.mode(source), severity)
             if allowed is None:
                 plain.append(source)
             elif allowed:

@@ -14,7 +14,8 @@ from .. import conventions, jobmetrics, promql
 from ..errors import Collector, Where
 from ..durations import format_duration
 from ..fields import did_you_mean
-from ..model import HEALTH_CLASSES, XID_CLASSES, Catalog, FailureMode
+from ..model import HEALTH_CLASSES, XID_CLASSES, Catalog
+from ..resolved import ModeView, Resolved, resolve
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
@@ -79,7 +80,8 @@ class _Lookup(dict):
 NVLINK_ENTITY_LABELS = (("UUID", "gpu_uuid"), ("modelName", "model_name"))
 
 
-def base_context(catalog: Catalog, settings: Settings) -> dict:
+def base_context(catalog: Catalog, settings: Settings, resolved: Resolved | None = None) -> dict:
+    resolved = resolved or resolve(catalog, settings)
     sel = settings.selector
     metrics = {n: m for m in catalog.metrics for n in m.names}
 
@@ -200,28 +202,22 @@ def base_context(catalog: Catalog, settings: Settings) -> dict:
         "bit_matcher": bit_matcher,
         "health": _Lookup("DCGM health class", health),
         "jm": _Lookup("job-metrics helper", jobmetrics.context(settings)),
-        "active": lambda fm_id: _active(catalog, settings, fm_id),
+        "active": lambda fm_id: resolved.mode(fm_id).active,
         # The DCGM fields a failure mode is about (its `metrics:`), for modes that watch other modes' input.
         "fields_of": lambda fm_id: list(catalog.failure_mode(fm_id).metrics),
         # Every failure mode's thresholds (with rulesgen.yaml overrides), for expressions shared by modes.
-        "thresholds": _Lookup("failure mode", {fm.id: _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings))
-                                               for fm in catalog.failure_modes}),
+        "thresholds": _Lookup("failure mode", {m.fm.id: _Lookup(f"threshold of {m.fm.id}", _threshold_texts(m))
+                                               for m in resolved.modes}),
     }
 
 
-def _active(catalog: Catalog, settings: Settings, fm_id: str) -> bool:
-    """Whether a failure mode renders in this configuration ([% if active("ghost_loss") %] ...)."""
-    from .rules import _inactive_reason
-    return _inactive_reason(catalog.failure_mode(fm_id), settings) is None
+def _threshold_texts(view: ModeView) -> dict[str, str]:
+    return {name: promql.format_number(value) for name, value in view.values().items()}
 
 
-def _threshold_values(fm: FailureMode, settings: Settings) -> dict[str, str]:
-    overrides = dict(settings.for_mode(fm.id).thresholds)
-    return {t.name: promql.format_number(overrides.get(t.name, t.value)) for t in fm.thresholds}
-
-
-def mode_context(base: dict, fm: FailureMode, settings: Settings) -> dict:
-    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_values(fm, settings)),
+def mode_context(base: dict, view: ModeView) -> dict:
+    fm = view.fm
+    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_texts(view)),
             "w": _Lookup(f"window of {fm.id}", {w.name: WindowRange(w.seconds) for w in fm.windows})}
 
 

@@ -123,10 +123,8 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
     click.echo(f"{fm.id}: {fm.title} ({fm.group}, scope {fm.scope})\n\n{wrap(fm.summary)}\n")
     click.echo(f"WHAT IT MEANS\n{wrap(fm.meaning)}\n\nWHY IT MATTERS\n{wrap(fm.why)}\n")
     click.echo("THRESHOLDS")
-    overrides = dict(plan.settings.for_mode(fm.id).thresholds)
-    for t in fm.thresholds:
-        value = overrides.get(t.name, t.value)
-        click.echo(f"  {t.name} = {value} {t.unit}{' (from rulesgen.yaml)' if t.name in overrides else ''}")
+    for t in plan.resolved.mode(fm.id).thresholds:
+        click.echo(f"  {t.name} = {t.value} {t.unit}{' (from rulesgen.yaml)' if t.from_config else ''}")
         click.echo(wrap("source: " + t.source))
     if not fm.thresholds:
         click.echo("  (none)")
@@ -148,8 +146,8 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
             click.echo(f"  {rule.alert}  severity={labels['severity']} action={labels['action']} for={rule.for_seconds}s "
                        f"tier={tiers.tiers[i].tier}")
             click.echo(textwrap.indent(rule.expr, "    "))
-    if fm.id in dict(plan.rules.inactive):
-        click.echo(f"  inactive: {dict(plan.rules.inactive)[fm.id]}")
+    if plan.resolved.mode(fm.id).inactive:
+        click.echo(f"  inactive: {plan.resolved.mode(fm.id).inactive}")
     covered_by = {}
     for m in plan.catalog.failure_modes:
         for target, value in m.covers:
@@ -225,7 +223,6 @@ def _explain_json(plan, fm) -> dict:
     covered_by: [{source, values}], runbook: {check, act}, path: [lines of the text PATH section]}."""
     from ..builders.rules import limit_sources
     from ..lineage import alert_path
-    overrides = dict(plan.settings.for_mode(fm.id).thresholds)
     covered_by: dict[str, list[str]] = {}
     for m in plan.catalog.failure_modes:
         for target, value in m.covers:
@@ -235,13 +232,13 @@ def _explain_json(plan, fm) -> dict:
     return {
         "id": fm.id, "title": fm.title, "group": fm.group, "scope": fm.scope,
         "summary": " ".join(fm.summary.split()), "meaning": " ".join(fm.meaning.split()), "why": " ".join(fm.why.split()),
-        "thresholds": [{"name": t.name, "value": overrides.get(t.name, t.value), "unit": t.unit,
-                        "source": " ".join(t.source.split()), "from_config": t.name in overrides} for t in fm.thresholds],
+        "thresholds": [{"name": t.name, "value": t.value, "unit": t.unit, "source": " ".join(t.source.split()),
+                        "from_config": t.from_config} for t in plan.resolved.mode(fm.id).thresholds],
         "limits": limit_sources(plan.catalog, fm),
         "alerts": [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
                     "for_seconds": r.for_seconds, "expr": r.expr, "tier": _rule_tier(plan, r.alert)["tier"]}
                    for r in plan.rules.rules if r.failure_mode == fm.id],
-        "inactive": dict(plan.rules.inactive).get(fm.id),
+        "inactive": plan.resolved.mode(fm.id).inactive,
         "covers": [{"target": t, "values": [v for x, v in fm.covers if x == t and v]} for t in targets],
         "covered_by": [{"source": s, "values": v} for s, v in covered_by.items()],
         "runbook": {"check": list(fm.runbook.check), "act": list(fm.runbook.act)},

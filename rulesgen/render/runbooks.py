@@ -9,6 +9,7 @@ from .. import conventions, jobmetrics
 from ..durations import format_duration
 from ..model import Catalog
 from ..output import Artifact, RuleSet
+from ..resolved import Resolved
 from ..settings import Settings
 
 _ENV = SandboxedEnvironment(
@@ -31,23 +32,21 @@ def runbook_path(failure_mode_id: str) -> str:
     return "runbooks/" + conventions.runbook_url("", failure_mode_id).lstrip("/")
 
 
-def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet) -> list[Artifact]:
+def render_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet, resolved: Resolved) -> list[Artifact]:
     template = _ENV.get_template("runbook.md.j2")
-    inactive = dict(rules.inactive)
     out = []
-    for fm in catalog.failure_modes:
-        overrides = dict(settings.for_mode(fm.id).thresholds)
+    for view in resolved.modes:
+        fm = view.fm
         alerts = [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
                    "for_text": format_duration(r.for_seconds), "expr": r.expr}
                   for r in rules.rules if r.failure_mode == fm.id]
-        thresholds = [{"name": t.name, "value": overrides.get(t.name, t.value), "unit": t.unit, "source": " ".join(t.source.split())}
-                      for t in fm.thresholds]
-        index = [m.id for m in catalog.failure_modes if m.group == fm.group].index(fm.id)
+        thresholds = [{"name": t.name, "value": t.value, "unit": t.unit, "source": " ".join(t.source.split())}
+                      for t in view.thresholds]
         dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
-                                              conventions.failure_mode_panel_id(index)).split("?")[0]
+                                              conventions.failure_mode_panel_id(view.index_in_group)).split("?")[0]
         health = catalog.health if catalog.health is not None and catalog.health.failure_mode == fm.id else None
         from ..builders.rules import limit_sources
-        text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=inactive.get(fm.id, ""),
+        text = template.render(fm=fm, alerts=alerts, thresholds=thresholds, inactive=view.inactive or "",
                                limits=limit_sources(catalog, fm),
                                dashboard=dashboard, health=health,
                                job_inputs=tuple(jobmetrics.input_names(settings, fm.job_metrics)))

@@ -26,6 +26,7 @@ from ... import conventions
 from ...model import Catalog, FailureMode
 from ...output import (DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile,
                        RuleSet)
+from ...resolved import Resolved
 from ...settings import Settings
 from ..series_check import check_reads
 from .baselines import baseline_panels
@@ -81,9 +82,10 @@ def build_dashboard(ctx: Context, dashboard_id: str) -> GrafanaDashboard:
         refresh="1m", timezone="browser", graphTooltip=1, editable=True)
 
 
-def build_dashboards(catalog: Catalog, settings: Settings, rules: RuleSet) -> list[DashboardFile]:
+def build_dashboards(catalog: Catalog, settings: Settings, rules: RuleSet,
+                     resolved: Resolved | None = None) -> list[DashboardFile]:
     """The dashboards, after checking that every series they and the rules read is produced (series_check)."""
-    ctx = Context.of(catalog, settings, rules)
+    ctx = Context.of(catalog, settings, rules, resolved)
     files = [DashboardFile(d, conventions.dashboard_file(d), build_dashboard(ctx, d)) for d in DASHBOARD_TITLES]
     check_reads(catalog, settings, rules, files)
     return files

@@ -9,6 +9,7 @@ from grafanalib.core import Template
 from ... import promql, promql_print, promql_tree
 from ...model import Catalog, FailureMode
 from ...output import RuleSet
+from ...resolved import Resolved, resolve
 from ...settings import Settings
 from ...panel_specs import PANELS
 
@@ -69,13 +70,15 @@ class Context:
     catalog: Catalog
     settings: Settings
     rules: RuleSet
+    resolved: Resolved
     variables: Variables
     series_names: tuple[str, ...]  # recording rules, catalog metrics, up, ALERTS
 
     @classmethod
-    def of(cls, catalog: Catalog, settings: Settings, rules: RuleSet) -> "Context":
+    def of(cls, catalog: Catalog, settings: Settings, rules: RuleSet, resolved: Resolved | None = None) -> "Context":
         names = {r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names} | {"up", "ALERTS"}
-        return cls(catalog, settings, rules, Variables.of(settings), tuple(sorted(names, key=lambda n: (-len(n), n))))
+        return cls(catalog, settings, rules, resolved or resolve(catalog, settings), Variables.of(settings),
+                   tuple(sorted(names, key=lambda n: (-len(n), n))))
 
     def named(self, role: str) -> str:
         """The record or metric of a role (rulesgen/name_roles.py); the loader checked the ones the code needs."""
@@ -106,12 +109,11 @@ class Context:
 
     def threshold_values(self, fm: FailureMode) -> dict[str, float]:
         """The failure mode's thresholds, with the user's overrides from rulesgen.yaml."""
-        overrides = dict(self.settings.for_mode(fm.id).thresholds)
-        return {t.name: float(overrides.get(t.name, t.value)) for t in fm.thresholds}
+        return {name: float(value) for name, value in self.resolved.mode(fm.id).values().items()}
 
     def severity(self, fm: FailureMode, severity: str) -> str:
         """An alert's severity after the user's remapping in rulesgen.yaml."""
-        return dict(self.settings.for_mode(fm.id).severity).get(severity, severity)
+        return self.resolved.mode(fm.id).severity(severity)
 
     @property
     def gpu_id(self) -> str:

@@ -39,7 +39,7 @@ def _marker_for(name: str, value: float) -> _Marker:
 
 def _marked_expr(ctx: Context, fm: FailureMode, spec) -> str:
     """The alert expression as the rules builder renders it, with each threshold left as a marker."""
-    context = templates.mode_context(templates.base_context(ctx.catalog, ctx.settings), fm, ctx.settings)
+    context = templates.mode_context(templates.base_context(ctx.catalog, ctx.settings, ctx.resolved), ctx.resolved.mode(fm.id))
     values = ctx.threshold_values(fm)
     context["t"] = type(context["t"])(f"threshold of {fm.id}",
                                       {t.name: _marker_for(t.name, values[t.name]) for t in fm.thresholds})
