@@ -11,6 +11,7 @@ from . import engine_fit, interrupts
 from .builders import vmalert_tests
 from .builders.dashboards import build_dashboards
 from .builders.promtool_tests import scenario_test
+from .builders.runbooks import build_runbooks
 from .builders.rules import build_rules
 from .builders.sharded import ShardedRules, build_sharded
 from .catalog import load_catalog
@@ -172,7 +173,7 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
     if out.alertmanager:
         extra.append(render_alertmanager(settings, catalog.routing, inhibits(catalog, resolved)))
     if out.runbooks:
-        extra += render_runbooks(catalog, settings, rules, resolved)
+        extra += render_runbooks(build_runbooks(catalog, settings, rules, resolved))
     if out.exporter_counters:
         extra += render_counters(catalog, rules, out.prometheus_rule.namespace)
     return extra

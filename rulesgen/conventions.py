@@ -131,6 +131,11 @@ def runbook_url(base: str, failure_mode_id: str) -> str:
     return base.rstrip("/") + "/" + failure_mode_id.replace("_", "-") + ".md"
 
 
+def runbook_path(failure_mode_id: str) -> str:
+    """The runbook's file in the outputs (runbook_url's target when urls.runbook_base is where they are published)."""
+    return "runbooks/" + runbook_url("", failure_mode_id).lstrip("/")
+
+
 def failure_mode_row_id(index_in_group: int) -> int:
     """Panel id of a failure mode's row in its group's dashboard (index = position among the
     catalog's failure modes of that group, from 0). Its first panel is row id + 1: the panel an

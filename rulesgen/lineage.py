@@ -17,7 +17,6 @@ from .output import Rule
 from .promql_tree import metric_names, selectors
 from .rule_graph import Graph
 from .render import kube
-from .render.runbooks import runbook_path
 
 
 @dataclass(frozen=True)
@@ -166,7 +165,7 @@ def alert_path(plan: Plan, fm_id: str) -> list[str]:
             path, title, count = panel
             lines.append(f"  dashboard: {path} panel {panel_id} \"{title}\" "
                          f"(the alerts' dashboard_url; {count} panel(s) in the row)")
-    runbook = runbook_path(fm.id)
+    runbook = conventions.runbook_path(fm.id)
     if any(a.path == runbook for a in plan.artifacts):
         lines.append(f"  runbook: {runbook} (the alerts' runbook_url)")
     expecting = [s.name for s in plan.scenarios if any(e.failure_mode == fm.id for e in s.expect)]

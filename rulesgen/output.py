@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from . import promql_tree
 from .errors import Where
+from .model import FailureMode, HealthTable
 
 if TYPE_CHECKING:
     from grafanalib.core import Dashboard as GrafanaDashboard
@@ -70,6 +71,20 @@ class RuleSet:
         for f in self.files:
             for g in f.groups:
                 yield from g.rules
+
+
+@dataclass(frozen=True)
+class RunbookPage:
+    """What one failure mode's runbook says, resolved for this configuration (render/runbooks.py writes it)."""
+    path: str
+    fm: FailureMode  # the catalog's text: meaning, why, what to check and do
+    alerts: tuple[dict, ...]  # {alert, severity, action, for_text, expr}
+    thresholds: tuple[dict, ...]  # {name, value, unit, source}
+    inactive: str  # why it is not rendered here, "" when it is
+    limits: tuple[dict, ...]  # builders.rules.limit_sources
+    dashboard: str  # its panel's URL
+    health: HealthTable | None  # the DCGM health codes, on dcgm_health's page
+    job_inputs: tuple[str, ...]  # the training jobs' metrics it reads
 
 
 @dataclass(frozen=True)
