@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import engine_fit, interrupts
 from .builders import vmalert_tests
+from .builders.alertmanager import build_alertmanager
 from .builders.dashboards import build_dashboards
 from .builders.promtool_tests import scenario_test
 from .builders.runbooks import build_runbooks
@@ -171,7 +172,7 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
     if out.alertmanager:
-        extra.append(render_alertmanager(settings, catalog.routing, inhibits(catalog, resolved)))
+        extra.append(render_alertmanager(build_alertmanager(settings, catalog.routing, inhibits(catalog, resolved))))
     if out.runbooks:
         extra += render_runbooks(build_runbooks(catalog, settings, rules, resolved))
     if out.exporter_counters:

@@ -74,6 +74,14 @@ class RuleSet:
 
 
 @dataclass(frozen=True)
+class AlertmanagerConfig:
+    """The route tree (routes[0] is what users merge under their own root), inhibit_rules and receiver names."""
+    route: dict
+    inhibit_rules: tuple[dict, ...]
+    receivers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RunbookPage:
     """What one failure mode's runbook says, resolved for this configuration (render/runbooks.py writes it)."""
     path: str

@@ -1,59 +1,16 @@
-"""An Alertmanager route and inhibit_rules for rulesgen's alerts (validated with amtool check-config).
-
-Everything comes from the catalog (catalog/alertmanager.yaml): the timings, a receiver per severity
-(critical pages, warning goes to a ticket receiver, info never notifies), the failure modes that
-silence their GPU or node (gpu_lost, exporter_down); and a failure mode's symptoms (catalog `covers`)
-are inhibited while it fires on the same GPU. Grouped by cluster, host and failure mode."""
+"""alertmanager/rulesgen.yaml: the route and inhibit_rules builders/alertmanager.py made, as a complete config
+that `amtool check-config` accepts."""
 from __future__ import annotations
 
-from ..covers import Inhibit
-from ..durations import format_duration
-from ..model import Routing
-from ..output import Artifact
-from ..settings import Settings
+from ..output import AlertmanagerConfig, Artifact
 from .yamltext import dump, header
 
 PATH = "alertmanager/rulesgen.yaml"
 
 
-def render_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibit] = ()) -> Artifact:
-    """routing: catalog/alertmanager.yaml. covers: the catalog's covers as inhibit rules (rulesgen/covers.py):
-    the covered alert is a symptom of the same fault on the same GPU (or DCGM's verdict on it) and is
-    inhibited while both fire."""
-    am = settings.alertmanager
-    host, cluster = settings.host_label, settings.cluster_label
-    receiver = {"page": am.page_receiver, "ticket": am.ticket_receiver, "none": am.null_receiver}
-    # The timings sit on routes[0] too: it is the part users merge under their own root, whose timings
-    # it would otherwise inherit.
-    timings = {"group_wait": format_duration(routing.group_wait),
-               "group_interval": format_duration(routing.group_interval),
-               "repeat_interval": format_duration(routing.repeat_interval)}
-    route = {
-        "receiver": am.null_receiver,
-        "group_by": [cluster, host, "failure_mode"],
-        **timings,
-        "routes": [{
-            "matchers": ['failure_mode=~".+"'],
-            "receiver": am.null_receiver,
-            "group_by": [cluster, host, "failure_mode"],
-            **timings,
-            "routes": [{"matchers": [f'severity="{r.severity}"'], "receiver": receiver[r.receiver],
-                        **({"repeat_interval": format_duration(r.repeat_interval)} if r.repeat_interval else {})}
-                       for r in routing.severities],
-        }],
-    }
-    scope = {"gpu": list(settings.gpu_identity), "node": list(settings.node_labels)}
-    inhibit = [{"source_matchers": [f'failure_mode="{s.failure_mode}"'],
-                "target_matchers": [f'failure_mode!="{s.failure_mode}"'], "equal": list(scope[s.scope])}
-               for s in routing.silences]
-    for c in covers:
-        source = [f'failure_mode="{c.source}"'] + ([_matcher("severity", c.source_severities)] if c.source_severities else [])
-        target = [f'failure_mode="{c.target}"'] + ([f'severity="{c.target_severity}"'] if c.target_severity else [])
-        if c.label and c.values:
-            target.append(_matcher(c.label, c.values))
-        inhibit.append({"source_matchers": source, "target_matchers": target, "equal": list(scope["gpu"])})
-    receivers = [{"name": n} for n in sorted({am.page_receiver, am.ticket_receiver, am.null_receiver})]
-    doc = {"route": route, "inhibit_rules": inhibit, "receivers": receivers}
+def render_alertmanager(config: AlertmanagerConfig) -> Artifact:
+    doc = {"route": config.route, "inhibit_rules": list(config.inhibit_rules),
+           "receivers": [{"name": n} for n in config.receivers]}
     text = header([
         "Alertmanager routing for rulesgen alerts. A complete config that `amtool check-config` accepts:",
         "merge `route.routes[0]` (it carries its own timings) into your route tree, `inhibit_rules` into",
@@ -61,8 +18,3 @@ def render_alertmanager(settings: Settings, routing: Routing, covers: list[Inhib
         "receiver to your queue; the null receiver has none: info alerts are for dashboards and job owners).",
     ]) + dump(doc)
     return Artifact(PATH, text)
-
-
-def _matcher(label: str, values) -> str:
-    values = tuple(values)
-    return f'{label}="{values[0]}"' if len(values) == 1 else f'{label}=~"{"|".join(values)}"'
