@@ -13,7 +13,6 @@ from grafanalib._gen import DashboardEncoder
 
 from ..conventions import folder_uid
 from ..output import DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, Artifact, DashboardFile
-from ..settings import Settings
 from .yamltext import dump, header
 
 PROVIDER_PATH = "dashboards/provider.yaml"
@@ -86,14 +85,13 @@ def is_generated_dashboard(text: str) -> bool:
             and DASHBOARD_GENERATED_NOTE in str(data.get("description", "")))
 
 
-def provider_artifact(settings: Settings) -> Artifact:
+def provider_artifact(folder: str, provisioning_path: str) -> Artifact:
     """Grafana file provisioning: copy dashboards/*.json to provisioning_path and this file to
     /etc/grafana/provisioning/dashboards/."""
-    ds = settings.dashboards
     doc = {"apiVersion": 1, "providers": [{
-        "name": "rulesgen", "orgId": 1, "type": "file", "folder": ds.folder, "folderUid": folder_uid(ds.folder),
+        "name": "rulesgen", "orgId": 1, "type": "file", "folder": folder, "folderUid": folder_uid(folder),
         "disableDeletion": False, "allowUiUpdates": False, "updateIntervalSeconds": 60,
-        "options": {"path": ds.provisioning_path, "foldersFromFilesStructure": False}}]}
+        "options": {"path": provisioning_path, "foldersFromFilesStructure": False}}]}
     lines = ["Grafana dashboard provider (file provisioning): put this file in /etc/grafana/provisioning/dashboards/",
-             f"and dashboards/*.json in {ds.provisioning_path} (dashboards.provisioning_path in rulesgen.yaml)."]
+             f"and dashboards/*.json in {provisioning_path} (dashboards.provisioning_path in rulesgen.yaml)."]
     return Artifact(PROVIDER_PATH, header(lines) + dump(doc))
