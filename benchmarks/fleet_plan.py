@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from rulesgen import rule_graph
+from rulesgen.promql import graph as rule_graph
 from rulesgen.durations import parse_duration
-from rulesgen.output import Rule
+from rulesgen.model.output import Rule
 from fleet_data import exporter_fields
 from fleet_servers import log
 

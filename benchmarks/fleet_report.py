@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import requests
 
-from rulesgen import conventions
+from rulesgen.model import conventions
 from fleet_data import MODEL_NAME
 from fleet_plan import (BACKFILLED, ENGINES, MEASURE_INTERVAL, NAIVE_COUNTERS, NAIVE_GAUGES, RAW_SERIES,
                         RECORDED_SERIES, Inputs, Phases, Plan, RuleSet, engine_label, engine_versions,

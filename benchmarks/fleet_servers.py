@@ -14,7 +14,7 @@ from pathlib import Path
 import requests
 
 from rulesgen import processes
-from rulesgen.promql import label_set
+from rulesgen.promql.text import label_set
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
 

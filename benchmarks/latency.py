@@ -23,12 +23,13 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesgen import artifacts, promql_tree  # noqa: E402
+from rulesgen import artifacts
+from rulesgen.promql import tree as promql_tree  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
-from rulesgen.dialects import apply, parse_dialect  # noqa: E402
+from rulesgen.load.dialects import apply, parse_dialect  # noqa: E402
 from rulesgen.durations import format_duration, parse_duration  # noqa: E402
-from rulesgen.replay import Outcome, replay  # noqa: E402
-from rulesgen.scenarios import Scenario, load_scenarios  # noqa: E402
+from rulesgen.engines.replay import Outcome, replay  # noqa: E402
+from rulesgen.load.scenarios import Scenario, load_scenarios  # noqa: E402
 
 SCRAPES = (15, 30, 60)
 TARGETS = ROOT / "benchmarks" / "latency_targets.yaml"

@@ -7,6 +7,8 @@ from importlib import resources
 from pathlib import Path
 
 from . import lock
+from .catalog import bundled_catalog_dir, load_catalog
+from .load.config_template import config_template
 
 WORKFLOW = ".github/workflows/gpu-rules.yaml"
 # Target path in the new repository -> template under rulesgen/templates/init (package data).
@@ -83,8 +85,6 @@ def workflow_text(workdir: str) -> str:
 
 def scaffold(directory: Path, force: bool = False) -> tuple[list[str], list[str], list[str]]:
     """Returns (written, skipped, notes); existing files are kept unless force. Paths are as shown to the user."""
-    from .catalog import bundled_catalog_dir, load_catalog
-    from .config_template import config_template
     written, skipped, notes = [], [], []
     place = workflow_place(directory)
     contents: dict[Path, str] = {directory / rel: template_text(t) for rel, t in FILES.items()}

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 pytest.register_assert_rewrite("gitops")  # a fixture plugin the test modules also import from
 
-from rulesgen.tools import find_tool  # noqa: E402
+from rulesgen.engines.tools import find_tool  # noqa: E402
 
 
 # Every binary a test runs comes from one of these session fixtures (fixture -> tool name, marker); the
@@ -199,7 +199,7 @@ def replay_env() -> dict:
     """promtool's environment in the pool: every core already runs one replay, so one Go thread each and a
     lazier GC (measured: 8-13% less CPU per scenario than GOGC=400 alone, at up to 1.4 GB per process on
     the 9-day baseline scenarios). `rulesgen replay` keeps its lighter default for users' machines."""
-    from rulesgen.replay import promtool_env
+    from rulesgen.engines.replay import promtool_env
     return {**promtool_env(), "GOMAXPROCS": "1", "GOGC": "800"}
 
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import yaml
 
 from rulesgen.builders.rules import RULE_FILES
-from rulesgen.promql import label_set
-from rulesgen.scenarios import STALE, Scenario, expand
+from rulesgen.promql.text import label_set
+from rulesgen.load.scenarios import STALE, Scenario, expand
 
 HOST_LABELS = ("Hostname", "hostname")
 _GOT = re.compile(r"^\s*got:\s*(.*)$")

@@ -18,10 +18,11 @@ import yaml
 
 from conftest import ROOT, run_cli
 from rulesgen import init as init_mod
-from rulesgen import lock, promql_tree
+from rulesgen import lock
+from rulesgen.promql import tree as promql_tree
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.config_template import config_template, uncomment
-from rulesgen.settings import Settings, check_against_catalog, load_settings
+from rulesgen.load.config_template import config_template, uncomment
+from rulesgen.load.settings import Settings, check_against_catalog, load_settings
 
 CATALOG = load_catalog(bundled_catalog_dir())
 

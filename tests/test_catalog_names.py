@@ -13,7 +13,7 @@ from conftest import ROOT, edit, errors_of
 from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders.dashboards import build_dashboards
 from rulesgen.builders.dashboards.context import Context
-from rulesgen.panel_specs import PANELS, ROW
+from rulesgen.model.panels import PANELS, ROW
 from rulesgen.builders.dashboards.rows import HAND_MADE_ROWS
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
@@ -21,7 +21,7 @@ from rulesgen.catalog import bundled_catalog_dir, load_catalog
 DASHBOARDS_PACKAGE = ROOT / "rulesgen/builders/dashboards"
 # The modules that draw the hand-made panels (prose.py and reading.py only word and read the alerts).
 HAND_MADE_MODULES = ("baselines.py", "context.py", "fleet.py", "job_signals.py", "jobs.py", "panels.py", "rows.py",
-                     "__init__.py", "../../panel_specs.py")
+                     "__init__.py", "../../model/panels.py")
 
 
 def line_of(path: Path, text: str, nth: int = 0) -> int:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, edit, errors_of
-from rulesgen import dialects
+from rulesgen.load import dialects
 from rulesgen.builders import templates
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
-from rulesgen.model import XID_CLASSES, XID_DRAIN_UNDECLARED
-from rulesgen.promql import series_labels
-from rulesgen.scenarios import load_scenario
-from rulesgen.settings import load_settings
+from rulesgen.model.catalog import XID_CLASSES, XID_DRAIN_UNDECLARED
+from rulesgen.promql.text import series_labels
+from rulesgen.load.scenarios import load_scenario
+from rulesgen.load.settings import load_settings
 
 BUNDLED = load_catalog(bundled_catalog_dir())
 CLOCK = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
@@ -35,7 +35,7 @@ def line_of(path: Path, text: str) -> int:
 # --- XID drain policy ----------------------------------------------------------------------------------------
 
 def test_bundled_catalog_declares_the_drain_classes_with_a_source():
-    from rulesgen.yamlsource import load_file
+    from rulesgen.load.yamlsource import load_file
     doc = load_file(bundled_catalog_dir() / "xid.yaml", "xid.yaml", collect=[])
     assert list(doc["drain"]["classes"]) and doc["drain"]["source"].strip()
     assert BUNDLED.xid_drain == ("reset", "reboot", "rma")

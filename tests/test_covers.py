@@ -53,9 +53,9 @@ def test_covers_naming_an_unknown_failure_mode_is_an_error(minimal_catalog, tmp_
 
 # --- DCGM's health verdict (catalog/dcgm_health.yaml) and severity-aware covers ---------------------------
 
-from rulesgen import covers as cov  # noqa: E402
-from rulesgen.resolved import SEVERITY_RANK, resolve  # noqa: E402
-from rulesgen.settings import Settings  # noqa: E402
+from rulesgen.builders import covers as cov  # noqa: E402
+from rulesgen.load.resolved import SEVERITY_RANK, resolve  # noqa: E402
+from rulesgen.load.settings import Settings  # noqa: E402
 
 
 def test_health_table_states_who_sees_each_dcgm_code():

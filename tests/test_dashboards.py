@@ -18,7 +18,7 @@ import yaml
 from jsonschema import Draft7Validator
 
 from conftest import ROOT
-from rulesgen import conventions
+from rulesgen.model import conventions
 from rulesgen.artifacts import plan, write_all
 from rulesgen.catalog import bundled_catalog_dir
 

@@ -1,5 +1,5 @@
 """Exporter dialects: every scenario replayed as dcgm-exporter 3.3-4.9 and 15-60 s scrapes record it
-(rulesgen/dialects.py), with the default config and unchanged expectations.
+(rulesgen/load/dialects.py), with the default config and unchanged expectations.
 
 The unit tests check the transforms themselves; the engine tests replay the matrix cells that fit
 `make test`'s budget through the real promtool 3.5 (`rulesgen replay --dialect` runs any other cell)."""
@@ -8,13 +8,13 @@ import pytest
 
 from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
 from rulesgen import artifacts as arts
-from rulesgen import dialects
+from rulesgen.load import dialects
 from rulesgen.builders.promtool_tests import scenario_test
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
-from rulesgen.promql import series_labels
+from rulesgen.promql.text import series_labels
 from rulesgen.render.yamltext import dump
-from rulesgen.scenarios import STALE, Scenario, expand, load_scenario
+from rulesgen.load.scenarios import STALE, Scenario, expand, load_scenario
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 

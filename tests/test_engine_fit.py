@@ -1,4 +1,4 @@
-"""Engine fit (rulesgen/engine_fit.py, README "Engine fit"): no group above max_rules_per_group, the rules
+"""Engine fit (rulesgen/builders/engine_fit.py, README "Engine fit"): no group above max_rules_per_group, the rules
 reading ALERTS in groups of their own, the regrouping changing nothing any rule reads at any evaluation
 step, lint's checks of each, and the group delay field written only where an engine accepts it."""
 import random
@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from conftest import ROOT, errors_of
-from rulesgen import engine_fit
+from rulesgen.builders import engine_fit
 from rulesgen.builders import rules as rule_builder
 from rulesgen.catalog import load_catalog
 from rulesgen.checks import CHECKS, lint_files
-from rulesgen.output import Rule, RuleFile, RuleGroup
+from rulesgen.model.output import Rule, RuleFile, RuleGroup
 from rulesgen.render import kube
 from rulesgen.render.prometheus import render_rule_file
-from rulesgen.settings import KubeOutput, load_settings
+from rulesgen.load.settings import KubeOutput, load_settings
 
 
 def _rule_files(rendered: Path) -> list[tuple[str, dict]]:
@@ -242,7 +242,7 @@ def test_regrouped_files_alert_exactly_as_the_unsplit_ones(monkeypatch, tmp_path
     (dcgm_health, xid_error) and the ghost-loss chain through gpu:hardware_alert:timestamp."""
     import shard_equality as se
     from rulesgen import artifacts
-    from rulesgen.scenarios import load_scenarios
+    from rulesgen.load.scenarios import load_scenarios
     unsplit = tmp_path / "unsplit"
     unsplit.mkdir()
     files = [f for f in _unsplit(monkeypatch) if f.path not in artifacts.DASHBOARD_ONLY]

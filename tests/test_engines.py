@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from conftest import BINARIES, engine_param, largest_first, replay_choice, replay_env, replay_fixture
-from rulesgen.tools import tool_version
+from rulesgen.engines.tools import tool_version
 
 pytestmark = pytest.mark.engines
 

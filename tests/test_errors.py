@@ -2,10 +2,10 @@
 import shutil
 
 from conftest import edit, errors_of, run_cli
-from rulesgen import conventions
+from rulesgen.model import conventions
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.settings import Settings, load_settings
+from rulesgen.load.settings import Settings, load_settings
 
 
 
@@ -84,7 +84,7 @@ def test_unbalanced_promql_and_unknown_template_reference(minimal_catalog, tmp_p
 
 def test_unknown_recording_rule_reference(minimal_catalog):
     from rulesgen.builders.rules import build_rules
-    from rulesgen.settings import Settings
+    from rulesgen.load.settings import Settings
     fm = minimal_catalog / "failure_modes.yaml"
     edit(fm, "expr: gpu:dcgm_gpu_temp:max >", "expr: gpu:dcgm_gpu_tmp:max >")
     catalog = load_catalog(minimal_catalog)

@@ -8,13 +8,13 @@ import pytest
 import yaml
 
 from conftest import BINARIES, engine_param, errors_of, run_cli
-from rulesgen import label_flow
+from rulesgen.promql import labels as label_flow
 from rulesgen.builders.promtool_tests import continuous_expr
 from rulesgen.checks import lint_files
 from rulesgen.checks.alert_identity import NOT_IDENTITY
-from rulesgen.model import IDENTITY_GROUPS
-from rulesgen.replay import Fired, judge
-from rulesgen.scenarios import Expectation, load_scenario
+from rulesgen.model.catalog import IDENTITY_GROUPS
+from rulesgen.engines.replay import Fired, judge
+from rulesgen.load.scenarios import Expectation, load_scenario
 
 HEALTH_GROUP = "rulesgen-health-alerts"
 

@@ -244,7 +244,7 @@ def test_a_target_folder_on_another_filesystem_gets_its_own_temporary_folder(tmp
     """A rename is atomic only within one filesystem: dashboards/ symlinked to tmpfs is written through a
     temporary folder there, and none is left on either side."""
     from rulesgen.artifacts import write_all
-    from rulesgen.output import Artifact
+    from rulesgen.model.output import Artifact
     shm = Path("/dev/shm")
     if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
         pytest.skip("no second filesystem at /dev/shm")

@@ -14,8 +14,8 @@ from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders.rules import build_rules, job_signal_records
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.errors import RulesgenError
-from rulesgen.jobmetrics import exposition_names
-from rulesgen.settings import load_settings
+from rulesgen.load.jobmetrics import exposition_names
+from rulesgen.load.settings import load_settings
 
 JOB_MODES = {"ghost_loss", "loss_divergence", "loss_plateau", "loss_not_finite", "step_time_straggler"}
 
@@ -131,7 +131,7 @@ def _scenario(tmp_path, metric: str) -> Path:
 
 
 def test_scenarios_accept_the_configured_job_metrics_and_flag_a_near_miss(tmp_path):
-    from rulesgen.scenarios import load_scenario
+    from rulesgen.load.scenarios import load_scenario
     names = load_settings(None).job_metrics.names
     load_scenario(_scenario(tmp_path, "training_loss"), [], set(), names)
     load_scenario(_scenario(tmp_path, "process_cpu_seconds_total"), [], set(), names)

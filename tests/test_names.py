@@ -1,6 +1,6 @@
 """Every name rulesgen's code reads from the catalog is a contract checked at load (issue 24, item 3):
 signals.yaml and metrics.yaml `roles:` declare the records and metrics the code asks for by role
-(rulesgen/name_roles.py), and after build every series a rule or a dashboard query reads must be produced
+(rulesgen/model/roles.py), and after build every series a rule or a dashboard query reads must be produced
 (rulesgen/builders/series_check.py). For every such name of the bundled catalog: renamed everywhere, the
 catalog renders and nothing reads the old name; renamed only where it is defined, the load fails on the
 roles line; its role dropped as well, the load fails where the name should be defined, or renders without
@@ -14,16 +14,16 @@ import pytest
 from grafanalib.core import Dashboard, Target, TimeSeries
 
 from conftest import ROOT, errors_of
-from rulesgen import promql_tree
+from rulesgen.promql import tree as promql_tree
 from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders import dashboards as dashboards_package
 from rulesgen.builders import series_check
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import Collector
-from rulesgen.name_roles import METRIC, RECORD, ROLES
-from rulesgen.output import DashboardFile, Rule, RuleFile, RuleGroup, RuleSet
-from rulesgen.panel_specs import PANELS
+from rulesgen.model.roles import METRIC, RECORD, ROLES
+from rulesgen.model.output import DashboardFile, Rule, RuleFile, RuleGroup, RuleSet
+from rulesgen.model.panels import PANELS
 
 CONFIG = ROOT / "rulesgen.yaml"
 BUNDLED = load_catalog(bundled_catalog_dir())
@@ -180,7 +180,7 @@ def test_no_signal_takes_a_name_rulesgen_writes(tmp_path):
     path.write_text(path.read_text().replace("  - record: fleet:dcgm_gpus:count\n", "  - record: model:dcgm_gpus:count\n"))
     line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t == "  - record: model:dcgm_gpus:count")
     assert f"{path}:{line}:5: error[reserved-name]: signal model:dcgm_gpus:count: rulesgen writes this record itself " \
-           "(rulesgen/conventions.py); choose another name" in errors_of(load_catalog, catalog)
+           "(rulesgen/model/conventions.py); choose another name" in errors_of(load_catalog, catalog)
 
 
 def test_series_check_names_the_rule_and_the_panel_that_read_nothing():
@@ -237,7 +237,7 @@ def test_bundled_render_reads_only_produced_series():
 # Where Python may spell a catalog record or metric name (outside docstrings): the roles' defaults, the replay
 # dialects' help text (prose about dcgm-exporter's options), and the driver-version labels lint's alert-identity
 # check knows are not identity (label names, not series read).
-SPELLED = {"rulesgen/name_roles.py": None, "rulesgen/dialects.py": "AXES",
+SPELLED = {"rulesgen/model/roles.py": None, "rulesgen/load/dialects.py": "AXES",
            "rulesgen/checks/alert_identity.py": "NOT_IDENTITY"}
 
 

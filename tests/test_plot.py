@@ -7,8 +7,8 @@ import pytest
 from conftest import run_cli
 from rulesgen.artifacts import DASHBOARD_ONLY, plan, write_all
 from rulesgen.catalog import bundled_catalog_dir
-from rulesgen.plot import Span, draw, expand_values, plot_data, spans_from_states
-from rulesgen.scenarios import load_scenario
+from rulesgen.engines.plot import Span, draw, expand_values, plot_data, spans_from_states
+from rulesgen.load.scenarios import load_scenario
 
 GPU = ('job="dcgm-exporter", instance="10.0.0.1:9400", Hostname="node-1", gpu="0", UUID="GPU-0", '
        'modelName="NVIDIA H100 80GB HBM3", namespace="ml", pod="train-0"')

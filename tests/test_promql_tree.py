@@ -1,8 +1,8 @@
-"""The walks over the PromQL tree (rulesgen/promql_tree.py), on small expressions: no binary, milliseconds."""
+"""The walks over the PromQL tree (rulesgen/promql/tree.py), on small expressions: no binary, milliseconds."""
 import pytest
 
-from rulesgen import promql_print as printing, promql_tree as t, rule_graph
-from rulesgen.output import Rule
+from rulesgen.promql import printer as printing, tree as t, graph as rule_graph
+from rulesgen.model.output import Rule
 
 
 def test_selectors_ranges_functions_and_offsets():

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import run_cli
 from rulesgen.processes import free_port
-from rulesgen.push import PushError, push
+from rulesgen.engines.push import PushError, push
 
 TOKEN = "glsa_test-secret-token-0123456789"
 
@@ -161,7 +161,7 @@ def test_unreachable_server_is_reported():
 
 def test_other_http_errors_carry_status_and_grafana_message(grafana):
     with pytest.raises(PushError, match=r"POST /api/dashboards/db: HTTP 400: folder not found"):
-        from rulesgen.push import GrafanaClient
+        from rulesgen.engines.push import GrafanaClient
         GrafanaClient(grafana.url, TOKEN, 5).call("POST", "/api/dashboards/db",
                                                   {"dashboard": DASHBOARDS[0], "folderUid": "nope"})
 

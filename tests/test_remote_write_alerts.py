@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from rulesgen.promql_tree import selectors
+from rulesgen.promql.tree import selectors
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write.yaml"

@@ -5,12 +5,13 @@ import subprocess
 
 import yaml
 
-from rulesgen import conventions, promql_print, promql_tree
+from rulesgen.model import conventions
+from rulesgen.promql import printer as promql_print, tree as promql_tree
 
 from conftest import ROOT, run_cli
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.model import IDENTITY_GROUPS
+from rulesgen.model.catalog import IDENTITY_GROUPS
 
 DESIGN_FAILURE_MODES = {
     "gpu_lost", "ecc_uncorrectable", "ecc_correctable_rate", "memory_remap", "xid_error", "thermal_throttling",

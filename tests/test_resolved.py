@@ -1,4 +1,4 @@
-"""rulesgen/resolved.py: rulesgen.yaml applied to the catalog once (thresholds, severities, `for`, active or
+"""rulesgen/load/resolved.py: rulesgen.yaml applied to the catalog once (thresholds, severities, `for`, active or
 why not, place in the group); every builder and renderer reads that view instead of applying it again."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from conftest import ROOT
 
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.resolved import resolve
-from rulesgen.settings import load_settings
+from rulesgen.load.resolved import resolve
+from rulesgen.load.settings import load_settings
 
 CATALOG = load_catalog(bundled_catalog_dir())
 

@@ -9,7 +9,7 @@ from conftest import edit, errors_of
 from gitops import USAGE, run_cli, tree, user_config
 
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.settings import Settings
+from rulesgen.load.settings import Settings
 
 pytest_plugins = ["gitops"]  # its fixtures: scenarios, repo
 
@@ -31,7 +31,7 @@ def test_empty_config_is_an_error_not_a_render_of_the_defaults(repo, scenarios):
 def test_a_config_of_comments_only_is_a_deliberate_choice_of_the_defaults(tmp_path):
     cfg = tmp_path / "rulesgen.yaml"
     cfg.write_text("# every key at its default\n")
-    from rulesgen.settings import load_settings
+    from rulesgen.load.settings import load_settings
     assert load_settings(cfg).scrape_interval == Settings().scrape_interval
 
 

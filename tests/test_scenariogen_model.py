@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "fixtures"))
 
-from rulesgen import scenarios as reader  # noqa: E402
+from rulesgen.load import scenarios as reader  # noqa: E402
 from scenariogen import document, emission, faults, fields, fleet, gpus, history, physics, training, workload  # noqa: E402,E501
 from scenariogen.check import parse_series  # noqa: E402
 

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "fixtures"))
 
-from rulesgen import scenarios as reader  # noqa: E402
+from rulesgen.load import scenarios as reader  # noqa: E402
 from scenariogen.notation import STALE, dur, encode, fmt_dur, fmt_num  # noqa: E402
 
 SCENARIO_DIR = ROOT / "fixtures" / "scenarios"

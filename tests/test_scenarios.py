@@ -9,8 +9,8 @@ import yaml
 from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
-from rulesgen.promql import format_number
-from rulesgen.scenarios import STALE, expand, load_scenarios
+from rulesgen.promql.text import format_number
+from rulesgen.load.scenarios import STALE, expand, load_scenarios
 from test_render import DESIGN_FAILURE_MODES
 
 SCENARIOS = sorted((ROOT / "fixtures" / "scenarios").glob("*.yaml"))

@@ -16,8 +16,8 @@ import shard_equality as se
 from conftest import ROOT
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.scenarios import load_scenarios
-from rulesgen.settings import load_settings
+from rulesgen.load.scenarios import load_scenarios
+from rulesgen.load.settings import load_settings
 
 SCENARIOS = sorted((ROOT / "fixtures" / "scenarios").glob("*.yaml"))
 # Faults one shard alone cannot judge (the scenario, the nodes that must land on different shards).

@@ -13,10 +13,10 @@ from rulesgen.builders.rules import build_rules
 from rulesgen.builders.sharded import REMOTE_WRITE, SHARD_PREFIX, build_sharded
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.checks import lint_files
-from rulesgen.output import Rule
-from rulesgen.promql_tree import names_read
+from rulesgen.model.output import Rule
+from rulesgen.promql.tree import names_read
 from rulesgen.render.sharded import allowlist_regex
-from rulesgen.tiers import GLOBAL, LOCAL, PARTIAL, Classifier, classify
+from rulesgen.promql.tiers import GLOBAL, LOCAL, PARTIAL, Classifier, classify
 
 PARTITION = ("Hostname", "hostname", "instance")
 
@@ -224,12 +224,12 @@ def test_a_records_read_of_its_own_past_value_keeps_its_tier():
 ])
 def test_which_expressions_keep_a_metric_name(expr, named):
     from rulesgen.builders.sharded import may_have_name
-    from rulesgen.promql_tree import parse
+    from rulesgen.promql.tree import parse
     assert may_have_name(parse(expr)) is named
 
 
 def test_global_alerts_naming_a_gpu_keep_its_identity(sharded):
-    from rulesgen import label_flow
+    from rulesgen.promql import labels as label_flow
     rules = [r for f in sharded.global_files for g in f.groups for r in g.rules]
     records = label_flow.record_labels([(r.record, r.expr) for r in rules if r.record])
     for r in rules:
@@ -264,7 +264,7 @@ def test_single_topology_is_byte_identical_and_sharded_only_adds(sharded_render)
 
 
 def test_default_settings_are_single(tmp_path):
-    from rulesgen.settings import Settings, load_settings
+    from rulesgen.load.settings import Settings, load_settings
     assert Settings().topology == "single"
     cfg = tmp_path / "rulesgen.yaml"
     cfg.write_text("topology: shards\n")

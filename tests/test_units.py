@@ -6,7 +6,7 @@ import pytest
 
 from rulesgen import processes
 from rulesgen.durations import duration_seconds, format_duration, parse_duration, rfc3339
-from rulesgen.promql import escape, label_set, series_labels
+from rulesgen.promql.text import escape, label_set, series_labels
 
 
 @pytest.mark.parametrize("text, seconds", [("1h30m", 5400), ("5m", 300), ("90s", 90), ("0s", 0), ("14d", 14 * 86400),

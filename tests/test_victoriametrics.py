@@ -22,14 +22,14 @@ import yaml
 import conftest
 from conftest import ROOT
 from rulesgen.artifacts import DASHBOARD_ONLY, load_inputs
-from rulesgen import promql_tree, rule_graph
+from rulesgen.promql import tree as promql_tree, graph as rule_graph
 from rulesgen.builders import promtool_tests, vmalert_tests
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.output import Rule
+from rulesgen.model.output import Rule
 from rulesgen.render.prometheus import render_rule_file, rule_dict
 from rulesgen.render.yamltext import dump
-from rulesgen.scenarios import STALE, Expectation, Scenario, expand, load_scenarios
+from rulesgen.load.scenarios import STALE, Expectation, Scenario, expand, load_scenarios
 
 SCENARIO_DIR = ROOT / "fixtures" / "scenarios"
 ALL = sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))

@@ -8,7 +8,7 @@ from rulesgen.artifacts import series_block, with_series
 from rulesgen.builders import vmalert_tests
 from rulesgen.builders.promtool_tests import document
 from rulesgen.render.yamltext import dump
-from rulesgen.scenarios import Scenario
+from rulesgen.load.scenarios import Scenario
 
 SERIES = (
     ('up{job="dcgm-exporter", instance="10.0.0.1:9400"}', "1x720"),

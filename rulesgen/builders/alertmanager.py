@@ -7,15 +7,15 @@ silence their GPU or node (gpu_lost, exporter_down); and a failure mode's sympto
 are inhibited while it fires on the same GPU. Grouped by cluster, host and failure mode."""
 from __future__ import annotations
 
-from ..covers import Inhibit
+from .covers import Inhibit
 from ..durations import format_duration
-from ..model import Routing
-from ..output import AlertmanagerConfig
-from ..settings import Settings
+from ..model.catalog import Routing
+from ..model.output import AlertmanagerConfig
+from ..load.settings import Settings
 
 
 def build_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibit] = ()) -> AlertmanagerConfig:
-    """routing: catalog/alertmanager.yaml. covers: the catalog's covers as inhibit rules (rulesgen/covers.py):
+    """routing: catalog/alertmanager.yaml. covers: the catalog's covers as inhibit rules (rulesgen/builders/covers.py):
     the covered alert is a symptom of the same fault on the same GPU (or DCGM's verdict on it) and is
     inhibited while both fire."""
     am = settings.alertmanager

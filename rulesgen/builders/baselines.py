@@ -9,11 +9,12 @@ same recording rules (label `signal`), so the evaluation cost grows with GPUs, n
 """
 from __future__ import annotations
 
-from .. import conventions, promql
+from ..model import conventions
+from ..promql import text as promql
 from ..durations import format_duration
-from ..model import BaselineSignal, BaselineStatistics, Catalog
-from ..output import Rule, RuleGroup
-from ..settings import Settings
+from ..model.catalog import BaselineSignal, BaselineStatistics, Catalog
+from ..model.output import Rule, RuleGroup
+from ..load.settings import Settings
 
 # The weekly comparison reads the hourly point within 30 minutes of now minus one week.
 WEEK_AGO = "6d23h30m"

@@ -1,15 +1,19 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from .. import conventions, covers, engine_fit, jobmetrics, promql, promql_print, promql_tree, rule_graph
+from ..model import conventions
+from . import covers, engine_fit
+from ..load import jobmetrics
+from ..promql import text as promql, printer as promql_print, tree as promql_tree, graph as rule_graph
 from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
-from ..fields import did_you_mean
-from ..model import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
-from ..output import Rule, RuleFile, RuleGroup, RuleSet
-from ..resolved import ModeView, Resolved, resolve
-from ..settings import Settings
-from ..yamlsource import where_in
+from ..load.mapping import did_you_mean
+from ..model.catalog import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
+from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..load.resolved import ModeView, Resolved, resolve
+from ..load.settings import Settings
+from ..load.yamlsource import where_in
+from ..load import template_syntax
 from . import baselines, templates
 
 RULE_FILES = (
@@ -40,7 +44,7 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
         if signal.record in skipped:
             continue
         reported = len(errors.items)
-        expr = templates.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
+        expr = template_syntax.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
                     required=len(errors.items) == reported, body=(signal.body, signal.expr))
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
@@ -66,12 +70,12 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
             baseline_recording, baseline_slow = _baseline_recording(catalog, settings, base, context, errors, recorded,
                                                                     known_metrics)
             context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"])}
-        workload_from = templates.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
+        workload_from = template_syntax.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
         for spec in fm.alerts:
             what = f"failure mode {fm.id} ({spec.severity})"
             reported = len(errors.items)
-            expr = templates.render(spec.expr, context, spec.where, errors, what)
+            expr = template_syntax.render(spec.expr, context, spec.where, errors, what)
             severity = view.severity(spec.severity)
             covering = _cover_conditions(fm, severity, catalog, settings, resolved)
             expr = _unless_covered(expr, covering)
@@ -81,8 +85,8 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
                                             ("severity", "failure_mode", "action", *dict(settings.extra_labels)))
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported,
                         body=(spec.body, spec.expr))
-            summary = templates.render(spec.summary, context, spec.where, errors, what + " summary")
-            description = templates.render(spec.description, context, spec.where, errors, what + " description")
+            summary = template_syntax.render(spec.summary, context, spec.where, errors, what + " summary")
+            description = template_syntax.render(spec.description, context, spec.where, errors, what + " description")
             alert_groups.setdefault(fm.group, []).append(
                 _alert_rule(view, spec, expr, summary, description, workload_from, settings))
 
@@ -121,7 +125,7 @@ def _baseline_recording(catalog, settings, base, context, errors, recorded, know
                                                              f'signal="{signal}"')}
 
     def render(template, where):
-        expr = templates.render(template, values, where, errors, "baseline value")
+        expr = template_syntax.render(template, values, where, errors, "baseline value")
         _check_expr(expr, where, errors, "baseline value", recorded, known_metrics)
         return expr
     return baselines.recording_rules(catalog, settings, render, context["t"])
@@ -131,10 +135,10 @@ def job_signal_records(catalog: Catalog, settings: Settings, resolved: Resolved 
     """The catalog's recording rules that read the training jobs' own metrics, directly (their template
     uses `jm`) or through another such record (read from the rendered expression's syntax tree)."""
     base = templates.base_context(catalog, settings, resolved)
-    direct = {s.record for s in catalog.signals if templates.attributes_used(s.expr, "jm")}
+    direct = {s.record for s in catalog.signals if template_syntax.attributes_used(s.expr, "jm")}
     reads = {}
     for s in catalog.signals:
-        expr = templates.render(s.expr, base, s.where, Collector(), s.record)
+        expr = template_syntax.render(s.expr, base, s.where, Collector(), s.record)
         try:
             reads[s.record] = promql_tree.recorded_names(expr) if expr else ()
         except promql_tree.PromQLSyntaxError:
@@ -155,14 +159,14 @@ def _expr_templates(catalog: Catalog) -> list[str]:
 
 def used_gpu_limit_keys(catalog: Catalog) -> list[str]:
     """The limits some expression reads per GPU ([[ gpu_limit.KEY ]]), in own_limits order."""
-    used = {key for t in _expr_templates(catalog) for key in templates.attributes_used(t, "gpu_limit")}
+    used = {key for t in _expr_templates(catalog) for key in template_syntax.attributes_used(t, "gpu_limit")}
     return [o.key for o in catalog.own_limits if o.key in used]
 
 
 def _used_limit_keys(catalog: Catalog) -> list[str]:
     """Only the limits some expression reads (directly, or as the fallback of a GPU's own limit): each
     costs a selector per model at every evaluation."""
-    used = {key for t in _expr_templates(catalog) for key in templates.attributes_used(t, "limit")}
+    used = {key for t in _expr_templates(catalog) for key in template_syntax.attributes_used(t, "limit")}
     used |= set(used_gpu_limit_keys(catalog))
     return [k for k in catalog.limit_keys if k in used]
 
@@ -171,8 +175,8 @@ def limit_sources(catalog: Catalog, fm: FailureMode) -> list[dict]:
     """The limits a failure mode's alerts compare with and where each comes from, in the order the rules
     try them (for explain and the runbooks): the GPU's own DCGM field, the model table, the default."""
     texts = [a.expr for a in fm.alerts]
-    per_gpu = {k for t in texts for k in templates.attributes_used(t, "gpu_limit")}
-    per_model = {k for t in texts for k in templates.attributes_used(t, "limit")}
+    per_gpu = {k for t in texts for k in template_syntax.attributes_used(t, "gpu_limit")}
+    per_model = {k for t in texts for k in template_syntax.attributes_used(t, "limit")}
     out = []
     for key in catalog.limit_keys:
         own = catalog.own_limit(key) if key in per_gpu else None
@@ -265,7 +269,7 @@ def _cover_conditions(fm: FailureMode, severity: str, catalog: Catalog, settings
     """(on-labels, ALERTS condition) pairs, one per way a failure mode that `covers` fm (catalog) can be
     pending or firing on the same GPU. Covers of some of fm's alerts match on fm.cover_label
     (baseline_deviation: signal; dcgm_health: the DCGM code). A covering mode that also alerts less
-    severely counts only with its alerts at least as severe as this one (rulesgen/covers.py)."""
+    severely counts only with its alerts at least as severe as this one (rulesgen/builders/covers.py)."""
     groups = covers.covering(fm, catalog)
     on = promql.by(settings.gpu_identity)
 

@@ -2,12 +2,13 @@
 (its alerts, effective thresholds, limits, dashboard panel); render/runbooks.py writes them as Markdown."""
 from __future__ import annotations
 
-from .. import conventions, jobmetrics
+from ..model import conventions
+from ..load import jobmetrics
 from ..durations import format_duration
-from ..model import Catalog
-from ..output import RuleSet, RunbookPage
-from ..resolved import Resolved
-from ..settings import Settings
+from ..model.catalog import Catalog
+from ..model.output import RuleSet, RunbookPage
+from ..load.resolved import Resolved
+from ..load.settings import Settings
 from .rules import limit_sources
 
 

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field, replace
 
 import promql_parser as pp
 
-from .. import label_flow, promql_print
+from ..promql import labels as label_flow, printer as promql_print
 from ..durations import format_duration
-from ..engine_fit import SLOW_INTERVAL
-from ..output import Rule, RuleFile, RuleGroup, RuleSet
-from ..promql_tree import Expr, as_tree, names_read, selector_from, unwrap
-from ..rule_graph import ALERT_SERIES
-from ..tiers import COMBINE, DECOMPOSABLE, GLOBAL, LOCAL, PARTIAL, Classifier, classify
+from .engine_fit import SLOW_INTERVAL
+from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..promql.tree import Expr, as_tree, names_read, selector_from, unwrap
+from ..promql.graph import ALERT_SERIES
+from ..promql.tiers import COMBINE, DECOMPOSABLE, GLOBAL, LOCAL, PARTIAL, Classifier, classify
+from ..promql.tree import nodes
 
 SHARD_DIR = "alerts/sharded/shard"
 GLOBAL_DIR = "alerts/sharded/global"
@@ -325,7 +326,6 @@ ARITHMETIC = frozenset(("+", "-", "*", "/", "%", "^", "atan2"))
 
 
 def _nodes(e: Expr):
-    from ..promql_tree import nodes
     return nodes(e)
 
 

@@ -5,53 +5,17 @@ is an error naming the catalog line, never an empty string in a rule.
 """
 from __future__ import annotations
 
-import jinja2
-import jinja2.meta
-from jinja2 import nodes
-from jinja2.sandbox import SandboxedEnvironment
 
-from .. import conventions, jobmetrics, promql
-from ..errors import Collector, Where
+from ..model import conventions
+from ..load import jobmetrics
+from ..promql import text as promql
 from ..durations import format_duration
-from ..fields import did_you_mean
-from ..model import HEALTH_CLASSES, XID_CLASSES, Catalog
-from ..resolved import ModeView, Resolved, resolve
-from ..settings import Settings
-
-_ENV = SandboxedEnvironment(
-    variable_start_string="[[", variable_end_string="]]",
-    block_start_string="[%", block_end_string="%]",
-    comment_start_string="[#", comment_end_string="#]",
-    undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False,
-)
-
-
-def _window(seconds) -> str:
-    """A threshold in seconds as a PromQL range, `[[ t.window | window ]]` -> [1d] (a bare `[[[` would read
-    as a template list)."""
-    # the dashboards' threshold marker (a comparison's place) carries its value: a range is no comparison
-    value = float(getattr(seconds, "threshold_value", seconds))
-    if value <= 0 or value != int(value):
-        raise KeyError(f"window of {seconds!r} s: a range needs a positive whole number of seconds")
-    return f"[{format_duration(int(value))}]"
-
-
-_ENV.filters["window"] = _window
-_ENV.filters["duration"] = lambda seconds: format_duration(int(float(getattr(seconds, "threshold_value", seconds))))  # 86400 -> 1d, for annotations
-
-
-class WindowRange:
-    """A named window in a template ([[ w.NAME ]]): reads as its PromQL range, [10m]; `| duration` gives its
-    length, 10m (for `offset`); the counter macros (rate, increase, born) take it as their window."""
-
-    def __init__(self, seconds: int):
-        self.seconds = int(seconds)
-
-    def __str__(self) -> str:
-        return _window(self.seconds)
-
-    def __float__(self) -> float:
-        return float(self.seconds)
+from ..load.mapping import did_you_mean
+from ..model.catalog import HEALTH_CLASSES, XID_CLASSES, Catalog
+from ..load.resolved import ModeView, Resolved, resolve
+from ..load.settings import Settings
+from ..load.template_syntax import WindowRange
+from . import metric_selectors
 
 
 def _length(window) -> str:
@@ -102,7 +66,7 @@ def base_context(catalog: Catalog, settings: Settings, resolved: Resolved | None
         return sel + (", " + extra if extra else "")
 
     def series(name, extra=""):
-        return host(promql.selector(metric(name), matchers(extra)), name)
+        return host(metric_selectors.selector(metric(name), matchers(extra)), name)
 
     def series_matching(matchers):
         """Raw dcgm-exporter series by label matchers alone (e.g. every DCGM_FI_* name)."""
@@ -111,7 +75,7 @@ def base_context(catalog: Catalog, settings: Settings, resolved: Resolved | None
     def timestamp(name):
         """Sample timestamps of every name of a metric (timestamp() must wrap the selector itself:
         of any other expression it gives the evaluation time)."""
-        return host(f"timestamp({promql.selector(metric(name), sel)})")
+        return host(f"timestamp({metric_selectors.selector(metric(name), sel)})")
 
     def counter_fn(fn):
         """rate()/increase() over every name of a counter, in the metric's unit, dropping windows
@@ -143,7 +107,7 @@ def base_context(catalog: Catalog, settings: Settings, resolved: Resolved | None
         window = _length(window)
         on = promql.by((*settings.gpu_identity, label))
         now = series(name, extra)
-        before = host(f"{promql.selector(metric(name), matchers(extra))} offset {window}", name)
+        before = host(f"{metric_selectors.selector(metric(name), matchers(extra))} offset {window}", name)
         return (f"((({now} > 0) unless on ({on}) {before})"
                 f" and on ({promql.by(settings.gpu_identity)}) ({catalog.named('reporting')} offset {window}))")
 
@@ -171,8 +135,8 @@ def base_context(catalog: Catalog, settings: Settings, resolved: Resolved | None
 
     return {
         "sel": sel,
-        "m": _Lookup("metric", {n: host(promql.selector(m, sel), n) for n, m in metrics.items()}),
-        "v": _Lookup("metric", {n: host(promql.valid(m, sel), n) for n, m in metrics.items()}),
+        "m": _Lookup("metric", {n: host(metric_selectors.selector(m, sel), n) for n, m in metrics.items()}),
+        "v": _Lookup("metric", {n: host(metric_selectors.valid(m, sel), n) for n, m in metrics.items()}),
         "series": series,
         "timestamp": timestamp,
         "series_matching": series_matching,
@@ -219,77 +183,3 @@ def mode_context(base: dict, view: ModeView) -> dict:
     fm = view.fm
     return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_texts(view)),
             "w": _Lookup(f"window of {fm.id}", {w.name: WindowRange(w.seconds) for w in fm.windows})}
-
-
-def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:
-    try:
-        return _ENV.from_string(template).render(**context).strip()
-    except jinja2.TemplateSyntaxError as exc:
-        errors.add(Where(where.path, where.line + max(exc.lineno - 1, 0), where.col), "template-syntax", f"{what}: {exc.message}")
-    except (jinja2.UndefinedError, KeyError, AttributeError) as exc:
-        message = exc.args[0] if exc.args else str(exc)
-        errors.add(where, "unknown-reference", f"{what}: {message}")
-    except jinja2.TemplateError as exc:  # pragma: no cover - defensive
-        errors.add(where, "template-error", f"{what}: {exc}")
-    return ""
-
-
-def _syntax_tree(template: str) -> nodes.Template | None:
-    try:
-        return _ENV.parse(template)
-    except jinja2.TemplateSyntaxError:
-        return None  # render() reports it, with its line
-
-
-def attributes_used(template: str, name: str) -> set[str]:
-    """Keys a template reads from the context entry `name` ([[ limit.x ]] or [[ limit["x"] ]])."""
-    tree = _syntax_tree(template)
-    out: set[str] = set()
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem)) if tree else ():
-        if isinstance(node.node, nodes.Name) and node.node.name == name:
-            if isinstance(node, nodes.Getattr):
-                out.add(node.attr)
-            elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
-                out.add(node.arg.value)
-    return out
-
-
-def bits_used(template: str) -> list[tuple[str, str, bool]]:
-    """(metric, bit name, in a matcher) for each bit a template reads: [[ bit.METRIC.NAME ]] (False) and
-    bit_matcher("METRIC", "NAME", ...) (True), in the order they stand."""
-    tree = _syntax_tree(template)
-    out = []
-    for node in tree.find_all((nodes.Getattr, nodes.Call)) if tree else ():
-        if (isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Getattr)
-                and isinstance(node.node.node, nodes.Name) and node.node.node.name == "bit"):
-            out.append((node.node.attr, node.attr, False))
-        elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "bit_matcher":
-            args = [a.value for a in node.args if isinstance(a, nodes.Const) and isinstance(a.value, str)]
-            out += [(args[0], b, True) for b in args[1:]]
-    return out
-
-
-def placeholders(template: str) -> set[str] | None:
-    """The context names a template reads ([[ x ]], [% if x %]); None when it does not parse."""
-    tree = _syntax_tree(template)
-    return None if tree is None else jinja2.meta.find_undeclared_variables(tree)
-
-
-def syntax_error(template: str) -> str | None:
-    try:
-        _ENV.parse(template)
-    except jinja2.TemplateSyntaxError as exc:
-        return exc.message
-    return None
-
-
-def names_used(template: str) -> set[str]:
-    """Identifiers a template names inside its placeholders: attributes ([[ m.DCGM_FI_X ]]) and
-    string arguments that are names ([[ rate("DCGM_FI_X", "5m") ]]); the PromQL around them is
-    checked once rendered (rules.py)."""
-    tree = _syntax_tree(template)
-    out = {n.attr for n in tree.find_all(nodes.Getattr)} if tree else set()
-    for const in tree.find_all(nodes.Const) if tree else ():
-        if isinstance(const.value, str) and const.value and all(ch.isalnum() or ch == "_" for ch in const.value):
-            out.add(const.value)
-    return out

@@ -1,8 +1,8 @@
 """baselines.yaml: the signals each GPU is compared with its own history and its peers."""
 from __future__ import annotations
 
-from ..fields import Fields, did_you_mean
-from ..model import BASELINE_DIRECTIONS, BaselineSignal, BaselineStatistics, Threshold
+from ..load.mapping import Fields, did_you_mean
+from ..model.catalog import BASELINE_DIRECTIONS, BaselineSignal, BaselineStatistics, Threshold
 from .common import unique
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..fields import Fields
+from ..load.mapping import Fields
 
 RECORD_NAME = re.compile(r"^(gpu|node|job|fleet|model|rank):[a-z0-9_]+:[a-z0-9_]+$")
 LEVELS = ("gpu", "node", "job", "fleet", "model", "rank")  # rank: one series per rank of a training job

@@ -1,10 +1,10 @@
 """dashboards.yaml: the hand-made dashboard panels and rows, and the failure modes and thresholds they read."""
 from __future__ import annotations
 
-from ..builders import templates
-from ..panel_specs import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS
-from ..fields import Fields, did_you_mean
-from ..model import FailureMode, HandMadePanel, PanelText
+from ..load import template_syntax
+from ..model.panels import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS
+from ..load.mapping import Fields, did_you_mean
+from ..model.catalog import FailureMode, HandMadePanel, PanelText
 from .common import top_list
 
 
@@ -90,12 +90,12 @@ def _check_placeholders(text, where, text_id, key, errors) -> None:
     """A text reads only the placeholders its builder fills: a typo is a load error on its line."""
     if not text:
         return
-    message = templates.syntax_error(text)
+    message = template_syntax.syntax_error(text)
     if message:
         errors.add(where, "template-syntax", f"dashboards.yaml text {text_id} {key}: {message}")
         return
     known = TEXTS.get(text_id, ())
-    for name in sorted(templates.placeholders(text) or ()):
+    for name in sorted(template_syntax.placeholders(text) or ()):
         if name not in known:
             errors.add(where, "unknown-placeholder",
                        f"dashboards.yaml text {text_id} {key}: [[ {name} ]] is not a value of this panel"

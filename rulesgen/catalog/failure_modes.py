@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import re
 
-from ..builders import templates
-from ..fields import Fields, did_you_mean
-from ..jobmetrics import INPUTS
-from ..model import (ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode,
-                     Range, Runbook, Threshold, Window)
-from ..name_roles import ROLES
-from ..yamlsource import where_of
+from ..load import template_syntax
+from ..load.mapping import Fields, did_you_mean
+from ..load.jobmetrics import INPUTS
+from ..model.catalog import ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Range, Runbook, Threshold, Window
+from ..model.roles import ROLES
+from ..load.yamlsource import where_of
 from .common import top_list, unique
+from ..durations import duration_seconds
 
 
 def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: str = ROLES["workload"].default[0]):
@@ -76,7 +76,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                     description=af.str("description", required=True) or "", where=af.at("expr"),
                                     body=af.body_at("expr")))
             af.done()
-        used = {n for a in alerts for n in templates.attributes_used(a.expr, "w")}
+        used = {n for a in alerts for n in template_syntax.attributes_used(a.expr, "w")}
         for w in windows:
             if w.name not in used:
                 errors.add(w.where, "unused-window", f"failure mode {fm_id}: window {w.name!r} is read by no alert")
@@ -161,7 +161,6 @@ def parse_range(text, where, what, errors) -> Range:
 
 def is_zero_duration(raw) -> bool:
     """True for a duration that parses to 0 (0s, 0m): not for a missing or malformed one (reported already)."""
-    from ..durations import duration_seconds
     try:
         return duration_seconds(raw) == 0
     except (ValueError, TypeError):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..fields import Fields, did_you_mean
-from ..model import HEALTH_CLASSES, HealthCode, HealthTable
+from ..load.mapping import Fields, did_you_mean
+from ..model.catalog import HEALTH_CLASSES, HealthCode, HealthTable
 from .common import unique
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import re
 
-from ..builders import templates
-from ..fields import Fields, did_you_mean
-from ..model import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
-from ..yamlsource import where_in
+from ..load import template_syntax
+from ..load.mapping import Fields, did_you_mean
+from ..model.catalog import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
+from ..load.yamlsource import where_in
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
 from .failure_modes import read_windows
 from .policy import read_bits
@@ -84,10 +84,10 @@ def read_signals(doc, errors, known_metrics):
                        f"recording rule name {record!r} must follow level:metric:operations with level one of {', '.join(LEVELS)}")
         elif generated(record):
             errors.add(f.at("record"), "reserved-name",
-                       f"signal {record}: rulesgen writes this record itself (rulesgen/conventions.py); choose another name")
+                       f"signal {record}: rulesgen writes this record itself (rulesgen/model/conventions.py); choose another name")
         unique(f, "record", record, seen, f"signal {record!r}")
         expr = f.str("expr", required=True) or ""
-        used = tuple(sorted(n for n in templates.names_used(expr) if n.startswith(METRIC_PREFIXES)))
+        used = tuple(sorted(n for n in template_syntax.names_used(expr) if n.startswith(METRIC_PREFIXES)))
         for name in used:
             if name not in known_metrics:
                 errors.add(f.at("expr"), "unknown-metric",
@@ -107,7 +107,7 @@ def read_signal_windows(doc, errors, signals) -> tuple[Window, ...]:
     declared = [w.name for w in windows]
     used = set()
     for s in signals:
-        for name in sorted(templates.attributes_used(s.expr, "w")):
+        for name in sorted(template_syntax.attributes_used(s.expr, "w")):
             used.add(name)
             if name not in declared:
                 errors.add(where_in(s.where, s.body, s.expr, f"w.{name}"), "unknown-window",
@@ -126,7 +126,7 @@ def check_bits_used(signals, metrics, errors) -> None:
     by_name = {n: m for m in metrics for n in m.names}
     for s in signals:
         seen = set()
-        for metric, bit, matcher in templates.bits_used(s.expr):
+        for metric, bit, matcher in template_syntax.bits_used(s.expr):
             m = by_name.get(metric)
             if m is None or (metric, bit, matcher) in seen:
                 continue

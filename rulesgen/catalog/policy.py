@@ -2,8 +2,8 @@
 drain) and a bitmask metric's `bits:` in metrics.yaml (the clock-event bit table the replay dialects use)."""
 from __future__ import annotations
 
-from ..fields import Fields, did_you_mean
-from ..model import XID_CLASSES, XID_DRAIN_UNDECLARED, Bit
+from ..load.mapping import Fields, did_you_mean
+from ..model.catalog import XID_CLASSES, XID_DRAIN_UNDECLARED, Bit
 from .common import unique
 
 

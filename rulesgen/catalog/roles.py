@@ -1,11 +1,11 @@
-"""`roles:` of signals.yaml and metrics.yaml: the names rulesgen's own code reads (rulesgen/name_roles.py),
+"""`roles:` of signals.yaml and metrics.yaml: the names rulesgen's own code reads (rulesgen/model/roles.py),
 checked against what the catalog defines; and the record names the code generates, which no signal may take."""
 from __future__ import annotations
 
-from .. import conventions
+from ..model import conventions
 from ..errors import Collector, Where
-from ..fields import Fields, did_you_mean
-from ..name_roles import METRIC, RECORD, ROLES
+from ..load.mapping import Fields, did_you_mean
+from ..model.roles import METRIC, RECORD, ROLES
 
 FILES = {RECORD: ("signals.yaml", "signals", "signal"), METRIC: ("metrics.yaml", "metrics", "metric")}
 

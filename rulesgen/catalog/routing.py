@@ -1,8 +1,8 @@
 """alertmanager.yaml: route timings, a receiver per severity, and the silencing failure modes."""
 from __future__ import annotations
 
-from ..fields import Fields, did_you_mean
-from ..model import RECEIVERS, SEVERITIES, SILENCE_SCOPES, Routing, SeverityRoute, Silence
+from ..load.mapping import Fields, did_you_mean
+from ..model.catalog import RECEIVERS, SEVERITIES, SILENCE_SCOPES, Routing, SeverityRoute, Silence
 
 
 def read_routing(doc, errors, modes) -> Routing:

@@ -1,5 +1,5 @@
 """alert-for: an alert without `for` fires on one bad sample."""
-from ..yamlsource import where_of
+from ..load.yamlsource import where_of
 from .base import RULE, Check, Rule
 
 

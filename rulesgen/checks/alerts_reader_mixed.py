@@ -1,7 +1,7 @@
 """alerts-reader-mixed: a rule that makes Prometheus 3's dependency analysis give up (it reads ALERTS,
 or a selector names no metric: engine_fit.serial_reason) shares its group with other rules, so the whole
 group is evaluated serially."""
-from ..engine_fit import serial_reason
+from ..builders.engine_fit import serial_reason
 from .base import GROUP, Check, Group
 
 

@@ -11,11 +11,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import label_flow, promql_tree
+from ..promql import labels as label_flow, tree as promql_tree
 from ..durations import parse_duration
-from ..engine_fit import MIMIR_MAX_RULES_PER_GROUP, SLOW_INTERVAL
+from ..builders.engine_fit import MIMIR_MAX_RULES_PER_GROUP, SLOW_INTERVAL
 from ..errors import Where
-from ..yamlsource import Node, where_of
+from ..load.yamlsource import Node, where_of
 
 LOAD, FILES, GROUP, RULE = "load", "files", "group", "rule"  # scopes: what a check's function takes
 WORKLOAD_LABELS = ("pod", "namespace", "container", "exported_pod", "exported_namespace", "exported_container")

@@ -1,5 +1,5 @@
 """contract-annotation: every rulesgen alert carries the annotations a person acts on."""
-from ..yamlsource import where_of
+from ..load.yamlsource import where_of
 from .base import RULE, Check, Rule
 
 CONTRACT_ANNOTATIONS = ("summary", "description", "runbook_url", "dashboard_url")

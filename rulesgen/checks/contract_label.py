@@ -1,5 +1,5 @@
 """contract-label: every rulesgen alert carries the labels Alertmanager routes by (README "What it generates")."""
-from ..yamlsource import where_of
+from ..load.yamlsource import where_of
 from .base import RULE, Check, Rule
 
 CONTRACT_LABELS = ("severity", "failure_mode", "action")

@@ -1,6 +1,6 @@
 """engine-field: a group field that one of the engines reading plain rule files (README "Engine fit")
 rejects, and with it the whole file."""
-from ..yamlsource import where_of
+from ..load.yamlsource import where_of
 from .base import GROUP, Check, Group
 
 ENGINES = ("Prometheus 2.42", "Prometheus 3.5", "vmalert 1.145")

@@ -1,7 +1,7 @@
 """fleet-per-pod: rulesgen's fleet:* aggregates drop per-pod labels (a `without` keeps them all), except
 the global tier's `without (shard)` over a shard's parts (README "Sharded topology")."""
-from .. import promql_tree
-from ..tiers import DEFAULT_SHARD_LABEL
+from ..promql import tree as promql_tree
+from ..promql.tiers import DEFAULT_SHARD_LABEL
 from .base import RULE, WORKLOAD_LABELS, Check, Rule
 
 

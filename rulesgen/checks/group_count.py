@@ -1,6 +1,6 @@
 """group-count: more groups, over all the files given, than Grafana Mimir accepts per tenant by
 default; reported once, at the first group over the limit."""
-from ..engine_fit import MIMIR_MAX_GROUPS_PER_TENANT
+from ..builders.engine_fit import MIMIR_MAX_GROUPS_PER_TENANT
 from .base import GROUP, Check, Group
 
 

@@ -1,4 +1,4 @@
-"""group-size: a group holds more rules than max_rules_per_group (engine_fit.py; Grafana Mimir's ruler
+"""group-size: a group holds more rules than max_rules_per_group (rulesgen/builders/engine_fit.py; Grafana Mimir's ruler
 rejects a group above -ruler.max-rules-per-rule-group, default 20)."""
 from .base import GROUP, Check, Group
 

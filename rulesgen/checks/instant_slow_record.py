@@ -1,6 +1,6 @@
 """instant-slow-record: an instant selector reading a record written every SLOW_INTERVAL (5m) or less
 often: vmalert's 5m query step (engine_fit.SLOW_INTERVAL) misses its newest point."""
-from .. import promql_tree
+from ..promql import tree as promql_tree
 from .base import RULE, Check, Rule
 from .raw_long_window import names_of
 

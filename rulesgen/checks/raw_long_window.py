@@ -1,6 +1,6 @@
 """raw-long-window: a range of long_window (1h) or more over raw series reads every raw sample of it
 at every evaluation: record a short average first, then the long statistics over that."""
-from .. import promql_print, promql_tree
+from ..promql import printer as promql_print, tree as promql_tree
 from ..durations import format_duration
 from .base import RULE, Check, Rule
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ..engine_fit import MIMIR_MAX_RULES_PER_GROUP
+from ..builders.engine_fit import MIMIR_MAX_RULES_PER_GROUP
 from ..errors import Diagnostic, RulesgenError
-from ..yamlsource import Node, load_file
+from ..load.yamlsource import Node, load_file
 from .base import DEFAULT_PARTITION, FILES, GROUP, RULE, Check, Files, Group, Hit, Options, Rule
 from .registry import check_of, of_scope
 

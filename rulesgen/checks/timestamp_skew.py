@@ -3,7 +3,7 @@ by its group at another moment of the interval; a scrape landing in between puts
 between the two values on a healthy target (and scrape jitter takes it past an equal threshold)."""
 import promql_parser as pp
 
-from .. import promql_tree
+from ..promql import tree as promql_tree
 from .base import RULE, Check, Rule
 
 ARITHMETIC = ("-", "+")

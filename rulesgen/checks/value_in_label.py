@@ -1,5 +1,5 @@
 """value-in-label: $value (or .Value) in an alert's label makes every new value a new alert."""
-from ..yamlsource import where_of
+from ..load.yamlsource import where_of
 from .base import RULE, Check, Rule
 
 

@@ -1,4 +1,4 @@
-"""The file does not load: reported by the YAML loader (yamlsource.py), the same diagnostics as a
+"""The file does not load: reported by the YAML loader (rulesgen/load/yamlsource.py), the same diagnostics as a
 catalog's. One family: the loader finds all three in one pass, so they share all their code."""
 from .base import Check
 

@@ -13,7 +13,7 @@ from .. import artifacts as arts
 from .. import interrupts
 from ..catalog import bundled_catalog_dir
 from ..errors import RulesgenError
-from ..tools import ToolMissing
+from ..engines.tools import ToolMissing
 
 DEFAULT_CONFIG = "rulesgen.yaml"
 
@@ -93,8 +93,8 @@ def plan_or_fail(catalog, config, scenarios, parse_with_promtool=False, scenario
 def promtool_parse(plan) -> None:
     """Full PromQL parse by the real promtool when it is available (the builders parse every expression
     with promql-parser, which follows Prometheus 2.45; promtool is the final judge)."""
-    from ..tools import find_tool
-    from ..validate import promtool_problems
+    from ..engines.tools import find_tool
+    from ..engines.validate import promtool_problems
     try:
         promtool = find_tool("promtool")
     except ToolMissing:

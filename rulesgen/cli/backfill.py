@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..durations import rfc3339
-from ..tools import ToolMissing
+from ..engines.tools import ToolMissing
 from .app import catalog_option, config_option, error, plan_or_fail
 
 
@@ -47,7 +47,7 @@ def backfill_group():
 
 
 def _backfill_plan(catalog, config, days, end):
-    from .. import backfill as bf
+    from ..engines import backfill as bf
     plan = plan_or_fail(catalog, config, None)
     span = bf.Span.of(days or plan.settings.baselines.window // bf.DAY, _time(end))
     files = _or_fail(lambda: bf.backfill_files(plan.rules, plan.settings.evaluation_interval))
@@ -56,7 +56,7 @@ def _backfill_plan(catalog, config, days, end):
 
 def _or_fail(step):
     """step(), or its error on stderr and exit 1."""
-    from ..backfill import BackfillError
+    from ..engines.backfill import BackfillError
     try:
         return step()
     except (BackfillError, ToolMissing) as exc:
@@ -76,7 +76,7 @@ def _progress(progress: bool | None, quiet: bool):
 @click.option("--output-dir", required=True, help="Where to write the TSDB blocks.")
 def backfill_prometheus(url, days, end, catalog, config, progress, quiet, output_dir):
     """TSDB blocks via `promtool tsdb create-blocks-from rules`; move them into the data directory."""
-    from ..tools import find_tool
+    from ..engines.tools import find_tool
     bf, span, files = _backfill_plan(catalog, config, days, end)
     report = _progress(progress, quiet)
     _or_fail(lambda: bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool"), report))
@@ -90,7 +90,7 @@ def backfill_prometheus(url, days, end, catalog, config, progress, quiet, output
 @click.option("--write-url", default=None, help="Remote-write address if not --url (e.g. vminsert).")
 def backfill_victoriametrics(url, days, end, catalog, config, progress, quiet, write_url):
     """vmalert replay: reads raw samples from --url, writes the history back with remote write."""
-    from ..tools import find_tool
+    from ..engines.tools import find_tool
     bf, span, files = _backfill_plan(catalog, config, days, end)
     report = _progress(progress, quiet)
     _or_fail(lambda: bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url, report))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .. import jobmetrics
+from ..load import jobmetrics
 from ..render.counters import parse_counters
 from .app import catalog_option, config_option, emit_json, error, format_option, plan_or_fail, with_common
 
@@ -23,7 +23,7 @@ from .app import catalog_option, config_option, emit_json, error, format_option,
 @format_option
 def list_cmd(catalog, config, counters_file, job_file, fmt):
     """Failure modes (active or not, and why) and metrics (which need profiling)."""
-    from ..coverage import coverage
+    from ..builders.coverage import coverage
     plan = plan_or_fail(catalog, config, None)
     inactive = dict(plan.rules.inactive)
     if job_file:
@@ -112,7 +112,7 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
         _explain_rule(plan, failure_mode, fmt)
         return
     if failure_mode not in ids:
-        from ..fields import did_you_mean
+        from ..load.mapping import did_you_mean
         error(f"unknown failure mode {failure_mode!r}{did_you_mean(failure_mode, ids)}")
         sys.exit(2)
     fm = plan.catalog.failure_mode(failure_mode)
@@ -137,7 +137,7 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
             for n, step in enumerate(lim["order"], 1):
                 click.echo(wrap(f"{n}. {step}"))
     click.echo("\nALERTS")
-    from ..tiers import classify
+    from ..promql.tiers import classify
     rules = list(plan.rules.rules)
     tiers = classify(rules, plan.settings)
     for i, rule in enumerate(rules):
@@ -175,7 +175,7 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
     click.echo("  Do:")
     for line in fm.runbook.act:
         click.echo(f"   - {line}")
-    from ..lineage import alert_path
+    from .lineage import alert_path
     click.echo("\nPATH (catalog -> rules -> files)")
     for line in alert_path(plan, fm.id) or ["  (no alert rendered)"]:
         click.echo(line)
@@ -183,7 +183,7 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
 
 def _rule_tier(plan, name: str) -> dict:
     """{name, kind, group, file, tier, why, node}: the rule's tier in a fleet sharded by node (tiers.py)."""
-    from ..tiers import classify
+    from ..promql.tiers import classify
     rules = list(plan.rules.rules)
     c = classify(rules, plan.settings)
     place = {id(r): (f.path, g.name) for f in plan.rules.files for g in f.groups for r in g.rules}
@@ -222,7 +222,7 @@ def _explain_json(plan, fm) -> dict:
     inactive (reason or null), covers: [{target, values}],
     covered_by: [{source, values}], runbook: {check, act}, path: [lines of the text PATH section]}."""
     from ..builders.rules import limit_sources
-    from ..lineage import alert_path
+    from .lineage import alert_path
     covered_by: dict[str, list[str]] = {}
     for m in plan.catalog.failure_modes:
         for target, value in m.covers:

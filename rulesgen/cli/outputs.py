@@ -10,11 +10,9 @@ import click
 
 from .. import artifacts as arts
 from ..errors import RulesgenError
-from ..replay import run_promtool_test
-from ..tools import ToolMissing
-from .app import (catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json,
-                  error, fail, format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config,
-                  scenario_warnings, styled, with_common)
+from ..engines.replay import run_promtool_test
+from ..engines.tools import ToolMissing
+from .app import catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json, error, fail, format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config, scenario_warnings, styled, with_common
 
 
 def _print_diff(changes) -> None:
@@ -170,11 +168,11 @@ def lint(files, config, contract, fmt):
     rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract."""
     from ..checks import lint_files
     try:
-        from ..settings import load_settings
+        from ..load.settings import load_settings
         settings = load_settings(config_path(config))
     except RulesgenError as exc:
         fail(exc)
-    from ..tiers import partition_labels
+    from ..promql.tiers import partition_labels
     paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
                                          + sorted(Path("alerts/sharded").glob("*/*.yaml")))
     findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
@@ -202,8 +200,8 @@ def push_cmd(grafana_url, folder, timeout, insecure_http, catalog, config):
     """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
     import json
 
-    from ..conventions import folder_uid
-    from ..push import PushError, check_url, push
+    from ..model.conventions import folder_uid
+    from ..engines.push import PushError, check_url, push
     try:
         check_url(grafana_url, insecure_http)
     except PushError as exc:

@@ -10,8 +10,8 @@ import click
 
 from .. import artifacts as arts
 from ..errors import RulesgenError
-from ..replay import format_outcome, replay
-from ..tools import ToolMissing
+from ..engines.replay import format_outcome, replay
+from ..engines.tools import ToolMissing
 from .app import catalog_option, config_option, emit_json, error, fail, format_option, plan_or_fail
 
 
@@ -35,8 +35,8 @@ def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names, fmt):
     """Replay scenario FILES through promtool: what fired, when, and whether it matches `expect`."""
     import tempfile
 
-    from ..dialects import apply, parse_dialect
-    from ..scenarios import load_scenarios
+    from ..load.dialects import apply, parse_dialect
+    from ..load.scenarios import load_scenarios
     if plot_path and len(files) != 1:
         raise click.UsageError("--plot takes exactly one scenario file")
     plan = plan_or_fail(catalog, config, None)
@@ -104,13 +104,13 @@ def _outcome_json(o) -> dict:
 
 
 def _list_dialects(ctx) -> None:
-    from ..dialects import describe
+    from ..load.dialects import describe
     click.echo("\n".join(describe()))
     ctx.exit(0)
 
 
 def _plot(scenario, rule_paths, plan, out: Path) -> None:
-    from ..plot import PlotUnavailable, draw, plot_data
+    from ..engines.plot import PlotUnavailable, draw, plot_data
     try:
         data = plot_data(scenario, rule_paths, plan.catalog, plan.settings.host_label)
         draw(data, out, plan.settings.host_label)

@@ -2,7 +2,7 @@
 that `amtool check-config` accepts."""
 from __future__ import annotations
 
-from ..output import AlertmanagerConfig, Artifact
+from ..model.output import AlertmanagerConfig, Artifact
 from .yamltext import dump, header
 
 PATH = "alertmanager/rulesgen.yaml"

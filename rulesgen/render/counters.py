@@ -9,9 +9,9 @@ at it; operator releases before that did not set the variable, so the snippet se
 newer ones: the same value)."""
 from __future__ import annotations
 
-from ..model import Catalog
-from ..output import Artifact, RuleSet
-from ..promql_tree import metric_names
+from ..model.catalog import Catalog
+from ..model.output import Artifact, RuleSet
+from ..promql.tree import metric_names
 from .yamltext import dump, header
 
 CSV_PATH = "exporter/dcgm-counters.csv"

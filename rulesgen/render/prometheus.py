@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..durations import format_duration
-from ..output import Rule, RuleFile
+from ..model.output import Rule, RuleFile
 from .yamltext import dump, header
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..output import Artifact, RunbookPage
+from ..model.output import Artifact, RunbookPage
 
 _ENV = SandboxedEnvironment(
     loader=jinja2.PackageLoader("rulesgen", "templates"),  # package data: works from a checkout and a wheel

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from ..builders.sharded import REMOTE_WRITE, ShardedRules
-from ..output import Artifact
+from ..model.output import Artifact
 from .prometheus import render_rule_file
 from .yamltext import dump, header
 

@@ -12,8 +12,8 @@ Modules: context (variables, filters), comparisons and reading (what the alerts 
 (titles, descriptions), panels (constructors, a failure mode's panels), layout and rows (the grid),
 fleet, baselines and jobs (each dashboard's own panels, ids 1 .. 99 above the failure-mode rows).
 Those hand-made panels, and the hand-made rows (rows.HAND_MADE_ROWS), read catalog names only through
-their declaration in catalog/dashboards.yaml (rulesgen/panel_specs.py: the builders' ids and roles); an undeclared one
-is not drawn. The records and metrics they query are asked for by role (Context.named; rulesgen/name_roles.py,
+their declaration in catalog/dashboards.yaml (rulesgen/model/panels.py: the builders' ids and roles); an undeclared one
+is not drawn. The records and metrics they query are asked for by role (Context.named; rulesgen/model/roles.py,
 signals.yaml and metrics.yaml roles:). After build, every query and every rule must read only series the rule
 set or the metric catalog produces (builders/series_check.py).
 """
@@ -22,12 +22,11 @@ from __future__ import annotations
 from grafanalib.core import Annotations, Templating, Time
 from grafanalib.core import Dashboard as GrafanaDashboard
 
-from ... import conventions
-from ...model import Catalog, FailureMode
-from ...output import (DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile,
-                       RuleSet)
-from ...resolved import Resolved
-from ...settings import Settings
+from ...model import conventions
+from ...model.catalog import Catalog, FailureMode
+from ...model.output import DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet
+from ...load.resolved import Resolved
+from ...load.settings import Settings
 from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates

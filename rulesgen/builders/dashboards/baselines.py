@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from grafanalib.core import Panel
 
-from ... import conventions, promql
+from ...model import conventions
+from ...promql import text as promql
 from .. import baselines as baseline_rules
 from .context import Context, Reads
 from .panels import runbook_link, target, threshold_steps, time_series

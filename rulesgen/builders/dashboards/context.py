@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from grafanalib.core import Template
 
-from ... import promql, promql_print, promql_tree
-from ...model import Catalog, FailureMode
-from ...output import RuleSet
-from ...resolved import Resolved, resolve
-from ...settings import Settings
-from ...panel_specs import PANELS
+from ...promql import text as promql, printer as promql_print, tree as promql_tree
+from ...model.catalog import Catalog, FailureMode
+from ...model.output import RuleSet
+from ...load.resolved import Resolved, resolve
+from ...load.settings import Settings
+from ...model.panels import PANELS
+from .. import metric_selectors
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 ALL_KEYS = ("cluster", "host", "gpu", "modelName", "namespace", "pod")
@@ -81,7 +82,7 @@ class Context:
                    tuple(sorted(names, key=lambda n: (-len(n), n))))
 
     def named(self, role: str) -> str:
-        """The record or metric of a role (rulesgen/name_roles.py); the loader checked the ones the code needs."""
+        """The record or metric of a role (rulesgen/model/roles.py); the loader checked the ones the code needs."""
         name = self.catalog.named(role)
         if name is None:
             raise KeyError(f"the catalog names no series of role {role!r} (name_roles.py); the loader should have said so")
@@ -98,7 +99,7 @@ class Context:
         """What the hand-made panel `panel` reads (catalog/dashboards.yaml), or None when the catalog does not
         declare it: then the panel is not drawn. The catalog loader checked every name."""
         if panel not in PANELS:
-            raise KeyError(f"hand-made panel {panel!r} is not in rulesgen/panel_specs.py")
+            raise KeyError(f"hand-made panel {panel!r} is not in rulesgen/model/panels.py")
         declared = self.catalog.hand_made(panel)
         if declared is None:
             return None
@@ -176,6 +177,6 @@ def variable_templates(ctx: Context) -> list[Template]:
     out = [Template(name="datasource", label="Data source", type="datasource", query="prometheus", hide=0)]
     for i, (var, label) in enumerate(ctx.variables.chain):
         matchers = ", ".join([ctx.settings.selector] + [f'{lab}=~"${v}"' for v, lab in ctx.variables.chain[:i]])
-        out.append(Template(name=var, label=var, query=f"label_values({promql.selector(metric, matchers)}, {label})",
+        out.append(Template(name=var, label=var, query=f"label_values({metric_selectors.selector(metric, matchers)}, {label})",
                             dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*", refresh=2, sort=1))
     return out

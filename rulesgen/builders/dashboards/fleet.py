@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from grafanalib.core import Panel
 
-from ... import promql
+from ...promql import text as promql
 from .context import Context, Reads
 from .panels import drawn, firing_alerts_panel, runbook_link, stat, target, time_series
 from .prose import panel_text, signal_text

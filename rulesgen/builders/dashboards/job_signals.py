@@ -4,18 +4,18 @@ Two call sites: jobs.job_panels() puts header_panels() next to the table of the 
 (the hardware alerts of those GPUs, then loss and step time per rank), and rows.failure_mode_panels()
 draws the rows catalog/dashboards.yaml gives to a builder of ROWS (rows.ghost_loss ...) and hands the
 other failure modes that read job metrics (catalog `job_metrics:`) to mode_panels(). Every query reads
-recording rules (rulesgen/jobmetrics.py, catalog/signals.yaml) or ALERTS, filtered by the dashboard's
+recording rules (rulesgen/load/jobmetrics.py, catalog/signals.yaml) or ALERTS, filtered by the dashboard's
 cluster, namespace and pod variables; a job that exports no job metrics shows empty panels, never an error.
 """
 from __future__ import annotations
 
 from grafanalib.core import Panel
 
-from ... import promql
-from ...model import FailureMode
+from ...promql import text as promql
+from ...model.catalog import FailureMode
 from .context import Reads
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import _fm_text, panel_text
+from .prose import fm_text, panel_text
 
 HARDWARE_TITLE = "Hardware alerts on the selected pods' GPUs"
 
@@ -103,7 +103,7 @@ def header_panels(ctx) -> list[Panel]:
 def _main(ctx, fm: FailureMode, title, text_id, values, unit, targets, steps=None, dashed=()):
     """A row's main comparison: the panel the alert's dashboard_url opens, titled with the failure mode; its
     description the catalog's text text_id (dashboards.yaml texts:) filled with values."""
-    act, url = _fm_text(ctx, fm)
+    act, url = fm_text(ctx, fm)
     return time_series(f"{fm.title}: {title}", panel_text(ctx, text_id, url, runbook_do=act, **values), unit, targets,
                        runbook_link(ctx, fm), steps, dashed)
 
@@ -170,7 +170,7 @@ def _loss_not_finite_row(ctx, reads: Reads) -> list[Panel]:
 def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
     rank, job, _ = _legends(ctx)
     ratio, cv = reads.value("straggler_above"), reads.value("spread_above")
-    act, url = _fm_text(ctx, reads.fm)
+    act, url = fm_text(ctx, reads.fm)
     return [
         _main(ctx, reads.fm, "each rank's step time over its job's median", "rows.step_time_straggler",
               {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from grafanalib.core import Panel, Table
 
-from ... import promql
+from ...promql import text as promql
 from .context import DATASOURCE, Context, Reads
 from .job_signals import header_panels
 from .panels import drawn, runbook_link, target, threshold_steps, time_series

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import attr
 from grafanalib.core import DataLink, Panel, Stat, Target, TimeSeries
 
-from ... import conventions, promql_tree
-from ...model import FailureMode
+from ...model import conventions
+from ...promql import tree as promql_tree
+from ...model.catalog import FailureMode
 from .context import DATASOURCE, Context, Reads, level
-from .prose import (comparison_description, comparison_title, comparison_unit, one_line, panel_text, record_description,
-                    record_title)
+from .prose import comparison_description, comparison_title, comparison_unit, one_line, panel_text, record_description, record_title
 from .reading import Comparison, alert_reading
 
 SEVERITY_COLOR = {"critical": "red", "warning": "orange", "info": "yellow"}

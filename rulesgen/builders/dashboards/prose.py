@@ -2,12 +2,13 @@
 carries (what it shows, what normal looks like, what to do)."""
 from __future__ import annotations
 
-from ... import conventions, promql, promql_tree
+from ...model import conventions
+from ...promql import text as promql, tree as promql_tree
 from ...durations import format_duration
 from ...errors import Collector
-from ...model import FailureMode
-from ...panel_specs import TEXT_KEYS
-from .. import templates
+from ...model.catalog import FailureMode
+from ...model.panels import TEXT_KEYS
+from ...load import template_syntax
 from .context import Context
 from .reading import Comparison
 
@@ -81,7 +82,7 @@ def panel_text(ctx: Context, text_id: str, runbook: str = "", **values) -> str:
     if text is None:
         return ""
     errors = Collector()
-    parts = [templates.render(getattr(text, key), values, text.where, errors, f"dashboards.yaml text {text_id} {key}")
+    parts = [template_syntax.render(getattr(text, key), values, text.where, errors, f"dashboards.yaml text {text_id} {key}")
              for key in TEXT_KEYS]
     errors.raise_if_any()
     return describe(*parts, runbook)
@@ -93,7 +94,7 @@ def signal_text(ctx: Context, record: str, fallback: str) -> str:
     return one_line(signal.description) if signal else fallback
 
 
-def _fm_text(ctx: Context, fm: FailureMode) -> tuple[str, str]:
+def fm_text(ctx: Context, fm: FailureMode) -> tuple[str, str]:
     return "; ".join(fm.runbook.act), conventions.runbook_url(ctx.settings.runbook_base_url, fm.id)
 
 
@@ -119,9 +120,9 @@ def comparison_description(ctx: Context, fm: FailureMode, c: Comparison) -> str:
         normal = f"{side} {promql.format_number(c.value)}; {c.alert} ({c.severity}) fires past it."
     else:
         normal = f"{side} the dashed series (`{one_line(c.rhs)}`); {c.alert} ({c.severity}) fires past it."
-    return describe(shows, normal, *_fm_text(ctx, fm))
+    return describe(shows, normal, *fm_text(ctx, fm))
 
 
 def record_description(ctx: Context, fm: FailureMode, record: str) -> str:
     normal = f"quiet; {fm.title} alerts when: {fm.summary}"
-    return describe(signal_text(ctx, record, record), normal, *_fm_text(ctx, fm))
+    return describe(signal_text(ctx, record, record), normal, *fm_text(ctx, fm))

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import conventions, promql, promql_print, promql_tree
+from ...model import conventions
+from ...promql import text as promql, printer as promql_print, tree as promql_tree
 from ...errors import Collector
-from ...model import FailureMode, Threshold
+from ...model.catalog import FailureMode, Threshold
+from ...load import template_syntax
 from .. import templates
 from .context import Context
 
@@ -43,7 +45,7 @@ def _marked_expr(ctx: Context, fm: FailureMode, spec) -> str:
     values = ctx.threshold_values(fm)
     context["t"] = type(context["t"])(f"threshold of {fm.id}",
                                       {t.name: _marker_for(t.name, values[t.name]) for t in fm.thresholds})
-    return templates.render(spec.expr, context, spec.where, Collector(), fm.id)
+    return template_syntax.render(spec.expr, context, spec.where, Collector(), fm.id)
 
 
 def _marker(s: promql_tree.Selector) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import promql_parser as pp
 
-from .promql_tree import Expr, as_tree, selector_from
+from .tree import Expr, as_tree, selector_from
 
 SCALAR_FUNCTIONS = ("time", "scalar", "pi", "vector_scalar", "minute", "hour", "day_of_month", "day_of_week",
                     "day_of_year", "days_in_month", "month", "year")

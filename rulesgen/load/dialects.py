@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .errors import Diagnostic, RulesgenError
-from .fields import did_you_mean
-from .model import Catalog
-from .name_roles import ROLES
-from .promql import escape, series_labels
+from ..errors import Diagnostic, RulesgenError
+from .mapping import did_you_mean
+from ..model.catalog import Catalog
+from ..model.roles import ROLES
+from ..promql.text import escape, series_labels
 from .scenarios import STALE, Scenario, expand
 
 HOST_LABELS = ("Hostname", "hostname")

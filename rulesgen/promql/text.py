@@ -4,34 +4,11 @@ from __future__ import annotations
 
 import re
 
-from .model import Metric
+from . import tree
 
 
 def by(labels) -> str:
     return ", ".join(labels)
-
-
-def selector(metric: Metric, matchers: str, names: tuple[str, ...] | None = None) -> str:
-    """The raw series of `metric` under every name it is exported as (old and new names)."""
-    names = names or metric.names
-    if len(names) == 1:
-        return f"{names[0]}{{{matchers}}}"
-    return f'{{__name__=~"{"|".join(names)}", {matchers}}}'
-
-
-def valid(metric: Metric, matchers: str) -> str:
-    """Instant values in the metric's unit (aliases scaled), without DCGM's not-supported/blank
-    sentinels (about 9.2e18 for int64 fields) and without impossible readings (max_plausible:
-    dcgm-exporter passes e.g. a GPU utilisation of 808334905 straight through)."""
-    terms = []
-    for scale, names in metric.names_by_scale():
-        term = f"({selector(metric, matchers, names)} < {format_number(metric.valid_max)})"
-        if scale != 1:
-            term = f"({term} * {format_number(scale)})"
-        if metric.max_plausible is not None:
-            term = f"({term} <= {format_number(metric.max_plausible)})"
-        terms.append(term)
-    return terms[0] if len(terms) == 1 else "(" + " or ".join(terms) + ")"
 
 
 def with_host(expr: str, host: str, sources: tuple[str, ...]) -> str:
@@ -109,4 +86,16 @@ def syntax_problems(expr: str) -> list[str]:
         return [f"unclosed {stack[-1]!r}"]
     if not expr.strip():
         return ["empty expression"]
+    return []
+
+
+def selector_problems(sel: str) -> list[str]:
+    """[] when sel is a list of label matchers (the inside of a selector's braces), as PromQL parses it."""
+    text = "x{" + sel + "}"
+    problems = syntax_problems(text) or tree.problems(text)
+    if problems:
+        return problems
+    alone = tree.wrapped_series(text)
+    if not alone or alone.function or alone.selector.name != "x" or not alone.selector.matchers:
+        return ["not a list of label matchers"]
     return []

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import promql_parser as pp
 
-from .durations import format_duration
-from .promql import escape, format_number
-from .promql_tree import Expr, Selector, as_tree, children, recorded_names, seconds, selector_from
+from ..durations import format_duration
+from .text import escape, format_number
+from .tree import Expr, Selector, as_tree, children, recorded_names, seconds, selector_from
 
 # Called with each series selector; returns the text to print in its place (its range and offset
 # included), or None to print it as it is.

@@ -5,14 +5,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import conventions, promql_tree
-from .durations import format_duration
-from .errors import Collector, Where
-from .fields import Fields
+from ..model import conventions
+from ..durations import format_duration
+from ..errors import Collector, Where
+from .mapping import Fields
 from .jobmetrics import JobMetricsSettings, parse_settings as _job_metrics_settings
-from .model import GROUPS, SEVERITIES
-from .promql import syntax_problems
+from ..model.catalog import GROUPS, SEVERITIES
+from ..promql.text import selector_problems
 from .yamlsource import load_file
+from .mapping import did_you_mean
 
 DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
 # PyTorchJob/MPIJob/JobSet style pod names: llm-pretrain-worker-3 -> llm-pretrain.
@@ -204,18 +205,6 @@ def _extra_labels(top: Fields, errors: Collector, kwargs: dict) -> tuple[tuple[s
     return tuple(out)
 
 
-def _selector_problems(sel: str) -> list[str]:
-    """[] when sel is a list of label matchers (the inside of a selector's braces), as PromQL parses it."""
-    text = "x{" + sel + "}"
-    problems = syntax_problems(text) or promql_tree.problems(text)
-    if problems:
-        return problems
-    alone = promql_tree.wrapped_series(text)
-    if not alone or alone.function or alone.selector.name != "x" or not alone.selector.matchers:
-        return ["not a list of label matchers"]
-    return []
-
-
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
@@ -231,7 +220,7 @@ def load_settings(path: Path | None) -> Settings:
     kwargs: dict = {"source": shown}
     sel = top.str("selector")
     if sel is not None:
-        problems = _selector_problems(sel)
+        problems = selector_problems(sel)
         if problems:
             errors.add(top.at("selector"), "bad-selector",
                        f"selector {sel!r}: {problems[0]} (expected label matchers like job=~\"dcgm-exporter\")")
@@ -434,7 +423,6 @@ def _baseline_settings(fields: Fields, errors: Collector) -> BaselineSettings:
 
 def check_against_catalog(settings: Settings, catalog) -> None:
     """Config names failure modes and thresholds: they must exist in the catalog."""
-    from .fields import did_you_mean
 
     errors = Collector()
     ids = [fm.id for fm in catalog.failure_modes]

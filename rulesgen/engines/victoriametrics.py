@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import processes
-from .durations import rfc3339
+from .. import processes
+from ..durations import rfc3339
 from .tools import find_tool
 
 

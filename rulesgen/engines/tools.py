@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from . import processes
+from .. import processes
 
 INSTALL_HINT = ("run `make tools` (fetches the engines into .tools/: rulesgen's own repository from Debian's packages, "
                 "a repository `rulesgen init` made from the projects' releases, sha256-checked), or put Prometheus 3.5 and VictoriaMetrics 1.145 on PATH "

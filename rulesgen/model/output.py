@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import promql_tree
-from .errors import Where
-from .model import FailureMode, HealthTable
+from ..promql import tree as promql_tree
+from ..errors import Where
+from .catalog import FailureMode, HealthTable
 
 if TYPE_CHECKING:
     from grafanalib.core import Dashboard as GrafanaDashboard

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import Where
-from .name_roles import ROLES
+from ..errors import Where
+from .roles import ROLES
 
 SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
@@ -330,7 +330,7 @@ class Routing:
 @dataclass(frozen=True)
 class HandMadePanel:
     """catalog/dashboards.yaml: a dashboard panel (or failure-mode row) drawn by a builder of its own, and the
-    catalog names it reads. panel: the builder's id (rulesgen/panel_specs.py); failure_mode: the mode
+    catalog names it reads. panel: the builder's id (rulesgen/model/panels.py); failure_mode: the mode
     it explains and links to (for a row, the mode whose row it is); thresholds: (role, threshold of that mode)
     for each value it draws; alerts_of: other failure modes whose firing alerts it shows."""
     panel: str
@@ -354,7 +354,7 @@ class Catalog:
     routing: Routing = Routing()
     hand_made_panels: tuple[HandMadePanel, ...] = ()  # catalog/dashboards.yaml; a panel not declared is not drawn
     own_limits: tuple[OwnLimit, ...] = ()  # gpu_models.yaml: limits the GPUs report themselves
-    # The names the code reads, by role (rulesgen/name_roles.py), as the catalog declares or defaults them.
+    # The names the code reads, by role (rulesgen/model/roles.py), as the catalog declares or defaults them.
     roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
     xid_drain: tuple[str, ...] = XID_DRAIN_UNDECLARED  # xid.yaml `drain:`: the XID classes whose alerts drain
     signal_windows: tuple[Window, ...] = ()  # signals.yaml `windows:`, read as [[ w.NAME ]] by the signals

@@ -9,14 +9,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conventions
-from .artifacts import DASHBOARD_ONLY, Plan
-from .builders import vmalert_tests
-from .errors import Where
-from .output import Rule
-from .promql_tree import metric_names, selectors
-from .rule_graph import Graph
-from .render import kube
+from ..model import conventions
+from ..artifacts import DASHBOARD_ONLY, Plan
+from ..builders import vmalert_tests
+from ..errors import Where
+from ..model.output import Rule
+from ..promql.tree import metric_names, selectors
+from ..promql.graph import Graph
+from ..render import kube
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import jobmetrics
-from .model import AlertSpec, Catalog, FailureMode
+from ..model.catalog import AlertSpec, Catalog, FailureMode
 from .settings import Settings
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import Diagnostic, RulesgenError, Where
+from ..errors import Diagnostic, RulesgenError, Where
 
 
 # libyaml's parser when PyYAML has it (about 20x faster on large scenario files); node marks and

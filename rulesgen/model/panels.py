@@ -6,7 +6,7 @@ catalog does not declare is not drawn.
 
 Data only, no builders: the catalog loader reads this table. A builder asks for its declaration by its id
 (Context.hand_made) and reads its thresholds by the roles listed here, never by a catalog name; the recording
-rules it queries it asks for by their role in rulesgen/name_roles.py (signals.yaml roles:), and declaring the
+rules it queries it asks for by their role in rulesgen/model/roles.py (signals.yaml roles:), and declaring the
 panel makes those roles required at load.
 """
 from __future__ import annotations

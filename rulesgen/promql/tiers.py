@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import promql_parser as pp
 
-from . import label_flow, promql_print
-from .promql_tree import Expr, as_tree, names_read, selector_from, unwrap
-from .rule_graph import ALERT_SERIES
+from . import labels as label_flow, printer as promql_print
+from .tree import Expr, as_tree, names_read, selector_from, unwrap
+from .graph import ALERT_SERIES
+from .tree import number
 
 LOCAL, PARTIAL, GLOBAL = "local", "partial", "global"
 TIERS = (LOCAL, PARTIAL, GLOBAL)
@@ -74,7 +75,6 @@ def _max(*tiers: Tier) -> Tier:
 
 
 def _is_zero(e: Expr) -> bool:
-    from .promql_tree import number
     return number(e) == 0
 
 

@@ -22,9 +22,10 @@ import math
 import re
 from dataclasses import dataclass
 
-from .errors import Collector
-from .durations import format_duration
-from .fields import Fields
+from ..errors import Collector
+from ..durations import format_duration
+from ..promql.text import selector_problems
+from .mapping import Fields
 
 DEFAULT_LOSS = "training_loss"
 DEFAULT_STEP = "training_step_duration_seconds"
@@ -69,8 +70,7 @@ def parse_settings(fields: Fields, errors: Collector) -> JobMetricsSettings:
         kwargs["enabled"] = enabled
     sel = fields.str("selector")
     if sel is not None and sel.strip():
-        from .settings import _selector_problems
-        problems = _selector_problems(sel)
+        problems = selector_problems(sel)
         if problems:
             errors.add(fields.at("selector"), "bad-selector",
                        f"job_metrics.selector {sel!r}: {problems[0]} (expected label matchers like job=\"training\")")

@@ -13,12 +13,12 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from .builders.promtool_tests import listing_test
-from .durations import format_duration
-from .model import Catalog
-from .promql import series_labels
+from ..builders.promtool_tests import listing_test
+from ..durations import format_duration
+from ..model.catalog import Catalog
+from ..promql.text import series_labels
 from .replay import got_series, group_order, run_test
-from .scenarios import STALE, Scenario, expand
+from ..load.scenarios import STALE, Scenario, expand
 
 MAX_PANELS = 5
 

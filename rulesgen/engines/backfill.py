@@ -22,11 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conventions, processes, promql_print
-from .builders import baselines
-from .durations import format_duration, rfc3339
-from .output import Rule, RuleFile, RuleGroup, RuleSet
-from .render.prometheus import render_rule_file
+from ..model import conventions
+from .. import processes
+from ..promql import printer as promql_print
+from ..builders import baselines
+from ..durations import format_duration, rfc3339
+from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..render.prometheus import render_rule_file
 from .victoriametrics import VictoriaMetricsError, run_vmalert
 
 HOUR, DAY = 3600, 86400

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Catalog
-from .output import RuleSet
-from .rule_graph import Graph
+from ..model.catalog import Catalog
+from ..model.output import RuleSet
+from ..promql.graph import Graph
 
 @dataclass(frozen=True)
 class Coverage:

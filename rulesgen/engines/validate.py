@@ -6,10 +6,10 @@ import re
 import tempfile
 from pathlib import Path
 
-from . import processes
-from .errors import Diagnostic
-from .output import RuleSet
-from .render.prometheus import render_rule_file
+from .. import processes
+from ..errors import Diagnostic
+from ..model.output import RuleSet
+from ..render.prometheus import render_rule_file
 
 _PROBLEM = re.compile(r'group "(?P<group>[^"]+)", rule (?P<index>\d+), "(?P<name>[^"]*)": (?P<message>.*)$')
 

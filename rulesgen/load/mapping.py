@@ -8,8 +8,8 @@ from __future__ import annotations
 import difflib
 import re
 
-from .durations import duration_seconds
-from .errors import Collector, Where
+from ..durations import duration_seconds
+from ..errors import Collector, Where
 from .yamlsource import Node, NodeList, where_of
 
 

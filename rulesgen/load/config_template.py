@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import yaml
 
-from .durations import format_duration
-from .model import GROUPS, Catalog
+from ..durations import format_duration
+from ..model.catalog import GROUPS, Catalog
 from .settings import Settings
 
 

@@ -5,9 +5,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import Collector, Diagnostic, RulesgenError
-from .fields import Fields, did_you_mean
+from ..errors import Collector, Diagnostic, RulesgenError
+from .mapping import Fields, did_you_mean
 from .yamlsource import load_file
+from ..promql.tree import selectors
 
 _SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*$", re.S)
 
@@ -193,7 +194,6 @@ def _format_series(name: str, labels: dict[str, str]) -> str:
 
 def selector_matchers(selector: str) -> tuple[tuple[str, str, str], ...]:
     """The (label, op, value) matchers of a configured selector (the inside of a selector's braces)."""
-    from .promql_tree import selectors
     return selectors("x{" + selector + "}")[0].matchers
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .promql_tree import metric_names, names_read, recorded_names
+from .tree import metric_names, names_read, recorded_names
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
 
