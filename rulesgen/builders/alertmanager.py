@@ -7,11 +7,11 @@ silence their GPU or node (gpu_lost, exporter_down); and a failure mode's sympto
 are inhibited while it fires on the same GPU. Grouped by cluster, host and failure mode."""
 from __future__ import annotations
 
-from .covers import Inhibit
 from ..durations import format_duration
+from ..load.settings import Settings
 from ..model.catalog import Routing
 from ..model.output import AlertmanagerConfig
-from ..load.settings import Settings
+from .covers import Inhibit
 
 
 def build_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibit] = ()) -> AlertmanagerConfig:

@@ -9,12 +9,12 @@ same recording rules (label `signal`), so the evaluation cost grows with GPUs, n
 """
 from __future__ import annotations
 
-from ..model import conventions
-from ..promql import text as promql
 from ..durations import format_duration
+from ..load.settings import Settings
+from ..model import conventions
 from ..model.catalog import BaselineSignal, BaselineStatistics, Catalog
 from ..model.output import Rule, RuleGroup
-from ..load.settings import Settings
+from ..promql import text as promql
 
 # The weekly comparison reads the hourly point within 30 minutes of now minus one week.
 WEEK_AGO = "6d23h30m"

@@ -8,6 +8,7 @@ from ..model.catalog import Catalog
 from ..model.output import RuleSet
 from ..promql.graph import Graph
 
+
 @dataclass(frozen=True)
 class Coverage:
     state: str  # covered | partial | blind

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.catalog import Catalog, FailureMode
 from ..load.resolved import SEVERITY_RANK, ModeView, Resolved
+from ..model.catalog import Catalog, FailureMode
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..promql import tree as promql_tree
 from ..model.output import RuleFile, RuleGroup
+from ..promql import tree as promql_tree
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
 # Grafana Mimir's default limits (pkg/util/validation/limits.go): -ruler.max-rules-per-rule-group and

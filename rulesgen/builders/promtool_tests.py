@@ -10,8 +10,8 @@ timestamp(ALERTS), filtered to few series so that promtool's 10,000-sample limit
 from __future__ import annotations
 
 from ..durations import format_duration
-from ..promql.text import escape
 from ..load.scenarios import Expectation, Scenario
+from ..promql.text import escape
 
 
 def firing(matchers: dict[str, str]) -> str:

@@ -1,20 +1,21 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
-from ..model import conventions
-from . import covers, engine_fit
-from ..load import jobmetrics
-from ..promql import text as promql, printer as promql_print, tree as promql_tree, graph as rule_graph
 from ..catalog.common import METRIC_PREFIXES
 from ..errors import Collector
+from ..load import jobmetrics, template_syntax
 from ..load.mapping import did_you_mean
-from ..model.catalog import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
-from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
 from ..load.resolved import ModeView, Resolved, resolve
 from ..load.settings import Settings
 from ..load.yamlsource import where_in
-from ..load import template_syntax
-from . import baselines, templates
+from ..model import conventions
+from ..model.catalog import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
+from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..promql import graph as rule_graph
+from ..promql import printer as promql_print
+from ..promql import text as promql
+from ..promql import tree as promql_tree
+from . import baselines, covers, engine_fit, templates
 
 RULE_FILES = (
     ("recording", "Recording rules the alerts read: normalised per-GPU signals, model limits, job and peer statistics."),

@@ -2,13 +2,13 @@
 (its alerts, effective thresholds, limits, dashboard panel); render/runbooks.py writes them as Markdown."""
 from __future__ import annotations
 
-from ..model import conventions
-from ..load import jobmetrics
 from ..durations import format_duration
-from ..model.catalog import Catalog
-from ..model.output import RuleSet, RunbookPage
+from ..load import jobmetrics
 from ..load.resolved import Resolved
 from ..load.settings import Settings
+from ..model import conventions
+from ..model.catalog import Catalog
+from ..model.output import RuleSet, RunbookPage
 from .rules import limit_sources
 
 

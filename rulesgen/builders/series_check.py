@@ -9,13 +9,13 @@ import re
 
 from grafanalib._gen import DashboardEncoder
 
-from ..promql import tree as promql_tree
 from ..errors import Collector, Where
-from ..load.mapping import did_you_mean
 from ..load.jobmetrics import HISTOGRAM_SUFFIXES, INPUTS
+from ..load.mapping import did_you_mean
+from ..load.settings import Settings
 from ..model.catalog import Catalog
 from ..model.output import DashboardFile, RuleSet
-from ..load.settings import Settings
+from ..promql import tree as promql_tree
 
 ENGINE_SERIES = ("ALERTS", "ALERTS_FOR_STATE", "up")
 # Grafana's macros, replaced by values of their kind so that a query parses as PromQL.

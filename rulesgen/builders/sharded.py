@@ -21,14 +21,14 @@ from dataclasses import dataclass, field, replace
 
 import promql_parser as pp
 
-from ..promql import labels as label_flow, printer as promql_print
 from ..durations import format_duration
-from .engine_fit import SLOW_INTERVAL
 from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
-from ..promql.tree import Expr, as_tree, names_read, selector_from, unwrap
+from ..promql import labels as label_flow
+from ..promql import printer as promql_print
 from ..promql.graph import ALERT_SERIES
 from ..promql.tiers import COMBINE, DECOMPOSABLE, GLOBAL, LOCAL, PARTIAL, Classifier, classify
-from ..promql.tree import nodes
+from ..promql.tree import Expr, as_tree, names_read, nodes, selector_from, unwrap
+from .engine_fit import SLOW_INTERVAL
 
 SHARD_DIR = "alerts/sharded/shard"
 GLOBAL_DIR = "alerts/sharded/global"

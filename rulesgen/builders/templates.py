@@ -5,16 +5,15 @@ is an error naming the catalog line, never an empty string in a rule.
 """
 from __future__ import annotations
 
-
-from ..model import conventions
-from ..load import jobmetrics
-from ..promql import text as promql
 from ..durations import format_duration
+from ..load import jobmetrics
 from ..load.mapping import did_you_mean
-from ..model.catalog import HEALTH_CLASSES, XID_CLASSES, Catalog
 from ..load.resolved import ModeView, Resolved, resolve
 from ..load.settings import Settings
 from ..load.template_syntax import WindowRange
+from ..model import conventions
+from ..model.catalog import HEALTH_CLASSES, XID_CLASSES, Catalog
+from ..promql import text as promql
 from . import metric_selectors
 
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..durations import format_duration
+from ..load.scenarios import Expectation, Scenario
 from ..model.output import Rule, RuleFile, RuleGroup
 from ..promql.graph import Graph
-from ..load.scenarios import Expectation, Scenario
 from .promtool_tests import continuous_expr, document, expectation_expr, first_firing_expr, unexpected_expr
 
 TESTS_DIR = "tests/vmalert"

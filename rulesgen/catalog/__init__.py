@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import Collector, RulesgenError
-from ..model.catalog import Catalog, Routing
-from ..model.roles import METRIC, RECORD, ROLES
-from ..model.panels import PANELS
 from ..load.yamlsource import load_file
+from ..model.catalog import Catalog, Routing
+from ..model.panels import PANELS
+from ..model.roles import METRIC, RECORD, ROLES
 from .baselines import read_baselines
 from .dashboards import read_dashboards, read_texts
 from .failure_modes import check_baseline_mode, check_covers, read_failure_modes

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..load import template_syntax
-from ..model.panels import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS
 from ..load.mapping import Fields, did_you_mean
 from ..model.catalog import FailureMode, HandMadePanel, PanelText
+from ..model.panels import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS
 from .common import top_list
 
 

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import re
 
-from ..load import template_syntax
-from ..load.mapping import Fields, did_you_mean
-from ..load.jobmetrics import INPUTS
-from ..model.catalog import ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Range, Runbook, Threshold, Window
-from ..model.roles import ROLES
-from ..load.yamlsource import where_of
-from .common import top_list, unique
 from ..durations import duration_seconds
+from ..load import template_syntax
+from ..load.jobmetrics import INPUTS
+from ..load.mapping import Fields, did_you_mean
+from ..load.yamlsource import where_of
+from ..model.catalog import (
+    ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Range, Runbook,
+    Threshold, Window)
+from ..model.roles import ROLES
+from .common import top_list, unique
 
 
 def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: str = ROLES["workload"].default[0]):

@@ -5,8 +5,8 @@ import re
 
 from ..load import template_syntax
 from ..load.mapping import Fields, did_you_mean
-from ..model.catalog import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
 from ..load.yamlsource import where_in
+from ..model.catalog import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
 from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
 from .failure_modes import read_windows
 from .policy import read_bits

@@ -2,9 +2,9 @@
 checked against what the catalog defines; and the record names the code generates, which no signal may take."""
 from __future__ import annotations
 
-from ..model import conventions
 from ..errors import Collector, Where
 from ..load.mapping import Fields, did_you_mean
+from ..model import conventions
 from ..model.roles import METRIC, RECORD, ROLES
 
 FILES = {RECORD: ("signals.yaml", "signals", "signal"), METRIC: ("metrics.yaml", "metrics", "metric")}

@@ -1,11 +1,11 @@
 """alert-identity: an alert of a hardware group (health, baselines, fleet) carries only its subject's
 identity (README "Alert identity"): which labels its result can carry is read from its syntax tree
 and the labels of the records it reads (rulesgen/promql/labels.py)."""
-from ..model import conventions
 from ..builders import engine_fit
-from ..promql import labels as label_flow
-from ..model.catalog import IDENTITY_GROUPS
 from ..load.yamlsource import where_of
+from ..model import conventions
+from ..model.catalog import IDENTITY_GROUPS
+from ..promql import labels as label_flow
 from .base import RULE, WORKLOAD_LABELS, Check, Rule
 
 # Labels that change while a hardware fault persists (a pod deleted or rescheduled, an exporter restarted

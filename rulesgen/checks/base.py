@@ -11,11 +11,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
-from ..promql import labels as label_flow, tree as promql_tree
-from ..durations import parse_duration
 from ..builders.engine_fit import MIMIR_MAX_RULES_PER_GROUP, SLOW_INTERVAL
+from ..durations import parse_duration
 from ..errors import Where
 from ..load.yamlsource import Node, where_of
+from ..promql import labels as label_flow
+from ..promql import tree as promql_tree
 
 LOAD, FILES, GROUP, RULE = "load", "files", "group", "rule"  # scopes: what a check's function takes
 WORKLOAD_LABELS = ("pod", "namespace", "container", "exported_pod", "exported_namespace", "exported_container")

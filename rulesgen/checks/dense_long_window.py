@@ -1,8 +1,8 @@
 """dense-long-window: a day or more over a recorded series written at every evaluation (a raw one is
 raw-long-window's): count an event series (one sample per event, conventions.is_sparse) instead."""
-from ..promql import tree as promql_tree
-from ..model.conventions import is_sparse
 from ..durations import format_duration
+from ..model.conventions import is_sparse
+from ..promql import tree as promql_tree
 from .base import RULE, Check, Rule
 from .raw_long_window import is_raw_long, names_of
 

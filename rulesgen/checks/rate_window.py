@@ -1,8 +1,8 @@
 """rate-window: a rate()-like function over a window shorter than 4 scrape intervals sees too few
 samples (one missed scrape and it returns nothing). `rulesgen render` holds scrape_interval to the
 same rule for its own rules (shortest_rate_window)."""
-from ..promql import tree as promql_tree
 from ..durations import format_duration
+from ..promql import tree as promql_tree
 from .base import RULE, Check, Rule
 
 RATE_FUNCTIONS = ("rate", "irate", "increase", "deriv", "delta", "idelta")

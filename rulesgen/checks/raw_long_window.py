@@ -1,7 +1,8 @@
 """raw-long-window: a range of long_window (1h) or more over raw series reads every raw sample of it
 at every evaluation: record a short average first, then the long statistics over that."""
-from ..promql import printer as promql_print, tree as promql_tree
 from ..durations import format_duration
+from ..promql import printer as promql_print
+from ..promql import tree as promql_tree
 from .base import RULE, Check, Rule
 
 

@@ -2,7 +2,10 @@
 CHECK (or CHECKS, for a family sharing all its code); MODULES is the one list to extend."""
 from __future__ import annotations
 
-from . import alert_for, alert_identity, alerts_reader_mixed, contract_annotation, contract_label, dense_long_window, engine_field, fleet_per_pod, group_count, group_size, instant_slow_record, promql_syntax, rate_window, raw_long_window, tier_local, timestamp_skew, value_in_label, yaml_load
+from . import (
+    alert_for, alert_identity, alerts_reader_mixed, contract_annotation, contract_label, dense_long_window,
+    engine_field, fleet_per_pod, group_count, group_size, instant_slow_record, promql_syntax, rate_window,
+    raw_long_window, tier_local, timestamp_skew, value_in_label, yaml_load)
 from .base import Check
 
 MODULES = (yaml_load, promql_syntax, rate_window, raw_long_window, dense_long_window, instant_slow_record, alert_for,

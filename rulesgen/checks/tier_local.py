@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..load.yamlsource import Node, where_of
 from ..promql import tree as promql_tree
 from ..promql.tiers import GLOBAL, Classifier
-from ..load.yamlsource import Node, where_of
 from .base import FILES, Check, Files, Hit, parses
 
 _TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)

@@ -12,8 +12,8 @@ import click
 from .. import artifacts as arts
 from .. import interrupts
 from ..catalog import bundled_catalog_dir
-from ..errors import RulesgenError
 from ..engines.tools import ToolMissing
+from ..errors import RulesgenError
 
 DEFAULT_CONFIG = "rulesgen.yaml"
 

@@ -9,13 +9,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import conventions
 from ..artifacts import DASHBOARD_ONLY, Plan
 from ..builders import vmalert_tests
 from ..errors import Where
+from ..model import conventions
 from ..model.output import Rule
-from ..promql.tree import metric_names, selectors
 from ..promql.graph import Graph
+from ..promql.tree import metric_names, selectors
 from ..render import kube
 
 

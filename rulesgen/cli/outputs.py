@@ -9,10 +9,13 @@ from pathlib import Path
 import click
 
 from .. import artifacts as arts
-from ..errors import RulesgenError
 from ..engines.replay import run_promtool_test
 from ..engines.tools import ToolMissing
-from .app import catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json, error, fail, format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config, scenario_warnings, styled, with_common
+from ..errors import RulesgenError
+from .app import (
+    catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json, error, fail,
+    format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config, scenario_warnings, styled,
+    with_common)
 
 
 def _print_diff(changes) -> None:
@@ -200,8 +203,8 @@ def push_cmd(grafana_url, folder, timeout, insecure_http, catalog, config):
     """Import the dashboards into a Grafana folder, idempotent by uid (token from GRAFANA_TOKEN)."""
     import json
 
-    from ..model.conventions import folder_uid
     from ..engines.push import PushError, check_url, push
+    from ..model.conventions import folder_uid
     try:
         check_url(grafana_url, insecure_http)
     except PushError as exc:

@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from .. import artifacts as arts
-from ..errors import RulesgenError
 from ..engines.replay import format_outcome, replay
 from ..engines.tools import ToolMissing
+from ..errors import RulesgenError
 from .app import catalog_option, config_option, emit_json, error, fail, format_option, plan_or_fail
 
 

@@ -22,12 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import conventions
 from .. import processes
-from ..promql import printer as promql_print
 from ..builders import baselines
 from ..durations import format_duration, rfc3339
+from ..model import conventions
 from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..promql import printer as promql_print
 from ..render.prometheus import render_rule_file
 from .victoriametrics import VictoriaMetricsError, run_vmalert
 

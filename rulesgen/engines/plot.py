@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ..builders.promtool_tests import listing_test
 from ..durations import format_duration
+from ..load.scenarios import STALE, Scenario, expand
 from ..model.catalog import Catalog
 from ..promql.text import series_labels
 from .replay import got_series, group_order, run_test
-from ..load.scenarios import STALE, Scenario, expand
 
 MAX_PANELS = 5
 

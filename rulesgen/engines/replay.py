@@ -11,9 +11,9 @@ import yaml
 
 from .. import processes
 from ..builders.promtool_tests import continuity_tests, document, listing_test, per_mode_test, timing_test
+from ..load.scenarios import Scenario
 from ..promql.text import label_set
 from ..render.yamltext import dump
-from ..load.scenarios import Scenario
 from .tools import find_tool
 
 _GOT = re.compile(r"^\s*got:\s*(.*)$")

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, replace
 
 from ..errors import Diagnostic, RulesgenError
-from .mapping import did_you_mean
 from ..model.catalog import Catalog
 from ..model.roles import ROLES
 from ..promql.text import escape, series_labels
+from .mapping import did_you_mean
 from .scenarios import STALE, Scenario, expand
 
 HOST_LABELS = ("Hostname", "hostname")

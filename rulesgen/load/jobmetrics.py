@@ -18,12 +18,11 @@ through `workload_regex`, as for the DCGM job rules.
 from __future__ import annotations
 
 import math
-
 import re
 from dataclasses import dataclass
 
-from ..errors import Collector
 from ..durations import format_duration
+from ..errors import Collector
 from ..promql.text import selector_problems
 from .mapping import Fields
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import jobmetrics
 from ..model.catalog import AlertSpec, Catalog, FailureMode
+from . import jobmetrics
 from .settings import Settings
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}

@@ -5,15 +5,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import conventions
 from ..durations import format_duration
 from ..errors import Collector, Where
-from .mapping import Fields
-from .jobmetrics import JobMetricsSettings, parse_settings as _job_metrics_settings
+from ..model import conventions
 from ..model.catalog import GROUPS, SEVERITIES
 from ..promql.text import selector_problems
+from .jobmetrics import JobMetricsSettings
+from .jobmetrics import parse_settings as _job_metrics_settings
+from .mapping import Fields, did_you_mean
 from .yamlsource import load_file
-from .mapping import did_you_mean
 
 DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
 # PyTorchJob/MPIJob/JobSet style pod names: llm-pretrain-worker-3 -> llm-pretrain.

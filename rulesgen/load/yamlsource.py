@@ -13,7 +13,6 @@ import yaml
 
 from ..errors import Diagnostic, RulesgenError, Where
 
-
 # libyaml's parser when PyYAML has it (about 20x faster on large scenario files); node marks and
 # our position-recording constructors work the same with either.
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

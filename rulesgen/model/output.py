@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..promql import tree as promql_tree
 from ..errors import Where
+from ..promql import tree as promql_tree
 from .catalog import FailureMode, HealthTable
 
 if TYPE_CHECKING:

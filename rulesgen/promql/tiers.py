@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import promql_parser as pp
 
-from . import labels as label_flow, printer as promql_print
-from .tree import Expr, as_tree, names_read, selector_from, unwrap
+from . import labels as label_flow
+from . import printer as promql_print
 from .graph import ALERT_SERIES
-from .tree import number
+from .tree import Expr, as_tree, names_read, number, selector_from, unwrap
 
 LOCAL, PARTIAL, GLOBAL = "local", "partial", "global"
 TIERS = (LOCAL, PARTIAL, GLOBAL)

@@ -12,7 +12,8 @@ import json
 from grafanalib._gen import DashboardEncoder
 
 from ..model.conventions import folder_uid
-from ..model.output import DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, Artifact, DashboardFile
+from ..model.output import (
+    DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, Artifact, DashboardFile)
 from .yamltext import dump, header
 
 PROVIDER_PATH = "dashboards/provider.yaml"

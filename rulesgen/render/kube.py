@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ..model.output import Artifact, RuleFile
 from ..load.settings import KubeOutput
+from ..model.output import Artifact, RuleFile
 from .prometheus import groups_dict
 from .yamltext import dump, header
 

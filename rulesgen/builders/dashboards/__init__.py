@@ -19,14 +19,16 @@ set or the metric catalog produces (builders/series_check.py).
 """
 from __future__ import annotations
 
-from grafanalib.core import Annotations, Templating, Time
+from grafanalib.core import Annotations
 from grafanalib.core import Dashboard as GrafanaDashboard
+from grafanalib.core import Templating, Time
 
-from ...model import conventions
-from ...model.catalog import Catalog, FailureMode
-from ...model.output import DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet
 from ...load.resolved import Resolved
 from ...load.settings import Settings
+from ...model import conventions
+from ...model.catalog import Catalog, FailureMode
+from ...model.output import (
+    DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet)
 from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates

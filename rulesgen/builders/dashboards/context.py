@@ -6,12 +6,14 @@ from dataclasses import dataclass
 
 from grafanalib.core import Template
 
-from ...promql import text as promql, printer as promql_print, tree as promql_tree
-from ...model.catalog import Catalog, FailureMode
-from ...model.output import RuleSet
 from ...load.resolved import Resolved, resolve
 from ...load.settings import Settings
+from ...model.catalog import Catalog, FailureMode
+from ...model.output import RuleSet
 from ...model.panels import PANELS
+from ...promql import printer as promql_print
+from ...promql import text as promql
+from ...promql import tree as promql_tree
 from .. import metric_selectors
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}

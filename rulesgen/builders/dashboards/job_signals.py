@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from grafanalib.core import Panel
 
-from ...promql import text as promql
 from ...model.catalog import FailureMode
+from ...promql import text as promql
 from .context import Reads
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
 from .prose import fm_text, panel_text

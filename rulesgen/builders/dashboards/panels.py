@@ -8,10 +8,11 @@ import attr
 from grafanalib.core import DataLink, Panel, Stat, Target, TimeSeries
 
 from ...model import conventions
-from ...promql import tree as promql_tree
 from ...model.catalog import FailureMode
+from ...promql import tree as promql_tree
 from .context import DATASOURCE, Context, Reads, level
-from .prose import comparison_description, comparison_title, comparison_unit, one_line, panel_text, record_description, record_title
+from .prose import (
+    comparison_description, comparison_title, comparison_unit, one_line, panel_text, record_description, record_title)
 from .reading import Comparison, alert_reading
 
 SEVERITY_COLOR = {"critical": "red", "warning": "orange", "info": "yellow"}

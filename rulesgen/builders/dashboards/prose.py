@@ -2,13 +2,14 @@
 carries (what it shows, what normal looks like, what to do)."""
 from __future__ import annotations
 
-from ...model import conventions
-from ...promql import text as promql, tree as promql_tree
 from ...durations import format_duration
 from ...errors import Collector
+from ...load import template_syntax
+from ...model import conventions
 from ...model.catalog import FailureMode
 from ...model.panels import TEXT_KEYS
-from ...load import template_syntax
+from ...promql import text as promql
+from ...promql import tree as promql_tree
 from .context import Context
 from .reading import Comparison
 

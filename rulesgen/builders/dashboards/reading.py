@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...model import conventions
-from ...promql import text as promql, printer as promql_print, tree as promql_tree
 from ...errors import Collector
-from ...model.catalog import FailureMode, Threshold
 from ...load import template_syntax
+from ...model import conventions
+from ...model.catalog import FailureMode, Threshold
+from ...promql import printer as promql_print
+from ...promql import text as promql
+from ...promql import tree as promql_tree
 from .. import templates
 from .context import Context
 

@@ -7,12 +7,12 @@ from grafanalib.core import Panel
 
 from ...model import conventions
 from ...model.catalog import FailureMode
+from ...model.panels import PANELS, ROW
 from .baselines import baseline_mode_panels
 from .context import DATASOURCE, SCOPE_KEYS, Context
 from .job_signals import ROWS, mode_panels
 from .layout import section
 from .panels import SEVERITY_COLOR, alert_panels
-from ...model.panels import PANELS, ROW
 
 # The rows made by hand rather than read from a failure mode's alerts, by builder id (panel_specs.PANELS);
 # catalog/dashboards.yaml says which failure mode's row each one draws.
