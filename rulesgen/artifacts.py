@@ -105,9 +105,11 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
                            "Run: promtool test rules tests/promtool/*.yaml"]) + with_series(doc, series[s.name])
             artifacts.append(Artifact(f"tests/promtool/{s.name}.yaml", text))
         artifacts += vmalert_artifacts(replayed, scenarios, series)
-    artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules, resolved)) + [provider_artifact(settings.dashboards.folder, settings.dashboards.provisioning_path)]
+    artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules, resolved))
+    artifacts.append(provider_artifact(settings.dashboards.folder, settings.dashboards.provisioning_path))
     artifacts += delivery_artifacts(catalog, settings, resolved, rules, artifacts, sharded)
-    return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), resolved, sharded)
+    return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), resolved,
+                sharded)
 
 
 def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:
