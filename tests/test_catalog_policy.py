@@ -195,15 +195,17 @@ def test_bundled_windows_have_sources_and_the_rest_is_known():
     assert literal == LITERAL_RANGES
 
 
+def alert_exprs(catalog, failure_mode: str) -> list[str]:
+    """The expressions of a failure mode's alerts, built with the repository's config."""
+    from rulesgen.builders.rules import build_rules
+    rules = build_rules(catalog, load_settings(ROOT / "rulesgen.yaml"))
+    return [r.expr for r in rules.rules if r.failure_mode == failure_mode and r.alert]
+
+
 def test_windows_render_as_the_ranges_they_name(tmp_path):
     """[[ w.median ]] is the declared value as a range: lengthening the window lengthens every range it names."""
-    from rulesgen.builders.rules import build_rules
-    settings = load_settings(ROOT / "rulesgen.yaml")
-
     def exprs(catalog):
-        rules = build_rules(catalog, settings)
-        return [r.expr for f in rules.files for g in f.groups for r in g.rules
-                if r.failure_mode == "memory_bandwidth_bound" and r.alert]
+        return alert_exprs(catalog, "memory_bandwidth_bound")
 
     assert exprs(BUNDLED) and all(e.count("[15m]") == 2 for e in exprs(BUNDLED))
     d = copy(tmp_path)
@@ -217,13 +219,8 @@ def test_windows_render_as_the_ranges_they_name(tmp_path):
 
 def test_telemetry_blind_spot_reads_its_lookback(tmp_path):
     """The hour of fields a GPU reported is the `lookback` threshold: changing it changes the rule."""
-    from rulesgen.builders.rules import build_rules
-    settings = load_settings(ROOT / "rulesgen.yaml")
-
     def exprs(catalog):
-        rules = build_rules(catalog, settings)
-        return [r.expr for f in rules.files for g in f.groups for r in g.rules
-                if r.failure_mode == "telemetry_blind_spot" and r.alert]
+        return alert_exprs(catalog, "telemetry_blind_spot")
 
     assert exprs(BUNDLED) and all("gpu:dcgm_fields:count[1h]" in e for e in exprs(BUNDLED))
     d = copy(tmp_path)
