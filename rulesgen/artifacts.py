@@ -20,9 +20,9 @@ from .catalog import load_catalog
 from .checks.rate_window import shortest_rate_window
 from .durations import format_duration
 from .errors import Diagnostic, RulesgenError
-from .load.resolved import Resolved, resolve
+from .load.resolved import Resolved, check_against_catalog, resolve
 from .load.scenarios import Scenario, adapt, load_scenarios, unmatched_selector
-from .load.settings import Settings, check_against_catalog, load_settings
+from .load.settings import Settings, load_settings
 from .model.catalog import Catalog
 from .model.output import Artifact, RuleFile, RuleSet
 from .render import kube

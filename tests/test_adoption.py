@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, run_cli
+
 from rulesgen import init as init_mod
 from rulesgen import lock
-from rulesgen.promql import tree as promql_tree
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.config_template import config_template, uncomment
-from rulesgen.load.settings import Settings, check_against_catalog, load_settings
+from rulesgen.load.resolved import check_against_catalog
+from rulesgen.load.settings import Settings, load_settings
+from rulesgen.promql import tree as promql_tree
 
 CATALOG = load_catalog(bundled_catalog_dir())
 

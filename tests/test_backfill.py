@@ -104,7 +104,8 @@ def check_history(points, query, end: int) -> None:
         str(g): [sum(expected_hourly(g, h) for h in hours)] for g in range(GPUS)}
     from rulesgen.builders.baselines import history_mean_expr
     from rulesgen.catalog import bundled_catalog_dir, load_catalog
-    from rulesgen.load.settings import BaselineSettings, Settings
+    from rulesgen.load.settings import Settings
+    from rulesgen.load.settings_sections import BaselineSettings
     sums = points(f'{conventions.BASELINE_DAILY_SUM}{{signal="gpu_temp",gpu="0"}}', end - 14 * DAY, after)["0"]
     counts = points(f'{conventions.BASELINE_DAILY_COUNT}{{signal="gpu_temp",gpu="0"}}', end - 14 * DAY, after)["0"]
     mean = by_gpu(query(history_mean_expr('signal="gpu_temp"', Settings(baselines=BaselineSettings(min_history=DAY)), load_catalog(bundled_catalog_dir()).baseline_statistics), after))

@@ -10,10 +10,11 @@ from pathlib import Path
 import yaml
 
 from rulesgen import artifacts
-from rulesgen.model import conventions
 from rulesgen.builders import baselines
 from rulesgen.catalog import bundled_catalog_dir
-from rulesgen.load.settings import BaselineSettings, Settings
+from rulesgen.load.settings import Settings
+from rulesgen.load.settings_sections import BaselineSettings
+from rulesgen.model import conventions
 
 LABELS = 'job="dcgm-exporter", Hostname="node-a", gpu="0", UUID="GPU-0", modelName="NVIDIA H100 80GB HBM3"'
 

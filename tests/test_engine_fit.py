@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT, errors_of
+
 from rulesgen.builders import engine_fit
 from rulesgen.builders import rules as rule_builder
 from rulesgen.catalog import load_catalog
 from rulesgen.checks import CHECKS, lint_files
+from rulesgen.load.settings import load_settings
+from rulesgen.load.settings_sections import KubeOutput
 from rulesgen.model.output import Rule, RuleFile, RuleGroup
 from rulesgen.render import kube
 from rulesgen.render.prometheus import render_rule_file
-from rulesgen.load.settings import KubeOutput, load_settings
 
 
 def _rule_files(rendered: Path) -> list[tuple[str, dict]]:
@@ -241,6 +242,7 @@ def test_regrouped_files_alert_exactly_as_the_unsplit_ones(monkeypatch, tmp_path
     with the regrouped files as with one group per kind: the scenarios exercise covers read through ALERTS
     (dcgm_health, xid_error) and the ghost-loss chain through gpu:hardware_alert:timestamp."""
     import shard_equality as se
+
     from rulesgen import artifacts
     from rulesgen.load.scenarios import load_scenarios
     unsplit = tmp_path / "unsplit"

@@ -67,8 +67,8 @@ def test_index_in_group_is_the_catalog_order_within_the_group():
 
 
 def test_only_the_resolver_and_the_settings_validation_read_per_mode_settings():
-    """settings.for_mode() is read in resolved.py, and in settings.py where the config is checked against
-    the catalog; anywhere else it would apply rulesgen.yaml a second time."""
+    """settings.for_mode() is read in resolved.py only (which also checks the config against the catalog):
+    anywhere else it would apply rulesgen.yaml a second time."""
     readers = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "rulesgen").rglob("*.py")
                      if re.search(r"\.for_mode\(", p.read_text()))
-    assert [Path(p).name for p in readers] == ["resolved.py", "settings.py"], readers
+    assert [Path(p).name for p in readers] == ["resolved.py"], readers

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..durations import format_duration
+from ..errors import Collector
 from ..model.catalog import AlertSpec, Catalog, FailureMode
 from . import jobmetrics
+from .mapping import did_you_mean
 from .settings import Settings
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
@@ -91,3 +94,54 @@ def inactive_reason(fm: FailureMode, settings: Settings) -> str | None:
         names = ", ".join(jobmetrics.input_names(settings, fm.job_metrics))
         return f"needs the training jobs' own metrics ({names}; job_metrics.enabled: false in rulesgen.yaml)"
     return None
+
+
+def check_against_catalog(settings: Settings, catalog) -> None:
+    """Config names failure modes and thresholds: they must exist in the catalog."""
+
+    errors = Collector()
+    ids = [fm.id for fm in catalog.failure_modes]
+    for fm_id, (where, thresholds) in settings.where_of_mode:
+        if fm_id not in ids:
+            errors.add(where, "unknown-failure-mode", f"failure_modes: unknown failure mode {fm_id!r}{did_you_mean(fm_id, ids)}")
+            continue
+        fm = catalog.failure_mode(fm_id)
+        names = [t.name for t in fm.thresholds]
+        values = dict(settings.for_mode(fm_id).thresholds)
+        for name in thresholds:
+            if name not in names:
+                errors.add(thresholds.key_where[name], "unknown-threshold",
+                           f"failure_modes.{fm_id}.thresholds: unknown threshold {name!r}{did_you_mean(name, names)}"
+                           f" (known: {', '.join(names) or 'none'})")
+            elif name in values and values[name] not in fm.threshold(name).range:
+                t = fm.threshold(name)
+                errors.add(thresholds.key_where[name], "out-of-range",
+                           f"failure_modes.{fm_id}.thresholds.{name}: {values[name]:g} is out of range {t.range} "
+                           f"({t.unit}; catalog value {t.value:g})")
+        hold = settings.for_mode(fm_id).for_seconds
+        if hold == 0 and all(a.for_seconds > 0 for a in fm.alerts):
+            errors.add(settings.where(f"failure_modes.{fm_id}.for"), "out-of-range",
+                       f"failure_modes.{fm_id}.for: 0s is out of range (0s, inf): {fm_id} needs a hold "
+                       f"(catalog: {', '.join(sorted({format_duration(a.for_seconds) for a in fm.alerts}))}), "
+                       "or one bad sample pages someone")
+    _check_hold_outlasts_detection(settings, catalog, errors)
+    errors.raise_if_any()
+
+
+def _check_hold_outlasts_detection(settings: Settings, catalog, errors: Collector) -> None:
+    """A GPU dark for less than gpu_lost's stale_seconds is not gpu_lost yet: its other alerts must hold
+    over that time (keep_firing_for), or they resolve before gpu_lost holds them (catalog/alertmanager.yaml
+    silences, detected_within), and page again when it comes back."""
+    for silence in catalog.routing.silences:
+        if not silence.detected_within or settings.for_mode(silence.failure_mode).enabled is False:
+            continue
+        name = silence.detected_within
+        dark = dict(settings.for_mode(silence.failure_mode).thresholds).get(
+            name, catalog.failure_mode(silence.failure_mode).threshold(name).value)
+        needed = int(dark) + 2 * settings.evaluation_interval
+        if settings.keep_firing_for < needed:
+            errors.add(settings.where("keep_firing_for"), "out-of-range",
+                       f"keep_firing_for {format_duration(settings.keep_firing_for)} is shorter than "
+                       f"{silence.failure_mode}'s {name} ({format_duration(int(dark))}) plus two evaluation intervals "
+                       f"({format_duration(needed)}): a lost GPU's other alerts would resolve before {silence.failure_mode} "
+                       "holds them, then page again")

@@ -12,7 +12,9 @@ from ..model.catalog import GROUPS, SEVERITIES
 from ..promql.text import selector_problems
 from .jobmetrics import JobMetricsSettings
 from .jobmetrics import parse_settings as _job_metrics_settings
-from .mapping import Fields, did_you_mean
+from .mapping import Fields
+from .settings_sections import (
+    BaselineSettings, DashboardSettings, Outputs, parse_baselines, parse_dashboards, parse_outputs)
 from .yamlsource import load_file
 
 DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
@@ -29,58 +31,12 @@ class FailureModeSettings:
 
 
 @dataclass(frozen=True)
-class KubeOutput:
-    """One Kubernetes delivery format (PrometheusRule, VMRule, dashboard ConfigMaps, GrafanaDashboard)."""
-    enabled: bool = False
-    namespace: str = "monitoring"
-    labels: tuple[tuple[str, str], ...] = ()
-    folder: str = "GPU"  # dashboards: Grafana folder (ConfigMap annotation / GrafanaDashboard folder)
-    instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
-
-
-@dataclass(frozen=True)
-class Outputs:
-    prometheus_rule: KubeOutput = KubeOutput()
-    vmrule: KubeOutput = KubeOutput()
-    dashboard_configmaps: KubeOutput = KubeOutput()
-    grafana_operator: KubeOutput = KubeOutput()
-    alertmanager: bool = True
-    runbooks: bool = True
-    exporter_counters: bool = True
-    scenario_tests: bool = True  # tests/promtool/ and tests/vmalert/: one unit test per scenario
-
-
-@dataclass(frozen=True)
 class AlertmanagerSettings:
     page_receiver: str = "gpu-pager"
     ticket_receiver: str = "gpu-tickets"
     null_receiver: str = "gpu-null"
 
 
-@dataclass(frozen=True)
-class DashboardSettings:
-    """The `dashboards:` section: where dashboards go in Grafana and what a GPU-hour costs."""
-    folder: str = "GPU"  # `rulesgen push` and the file-provisioning provider
-    provisioning_path: str = "/var/lib/grafana/dashboards/rulesgen"
-    currency_unit: str = "currencyUSD"  # a Grafana unit id
-    price_default: float = 2.0  # per GPU-hour, for models no price pattern matches
-    prices: tuple[tuple[str, float], ...] = ()  # (anchored modelName regex, price per GPU-hour); first match wins
-
-
-@dataclass(frozen=True)
-class BaselineSettings:
-    """The `baselines:` section: how much downsampled history each GPU is compared with."""
-    window: int = 14 * 86400  # long window of the per-GPU mean and stddev
-    min_history: int = 7 * 86400  # days of downsampled history a GPU needs before its own baseline alerts
-    seasonality: str = "none"  # none | weekly: compare with the same hour one week earlier
-    interval: int = 300  # evaluation interval of the baseline groups
-
-    @property
-    def min_days(self) -> int:
-        return self.min_history // 86400
-
-
-SEASONALITY = ("none", "weekly")
 MAX_KEEP_FIRING_FOR = 3600
 
 # single: one server evaluates every rule (alerts/prometheus/); sharded: also the tiered files for shards
@@ -280,7 +236,7 @@ def load_settings(path: Path | None) -> Settings:
                        "the hardware alerts must outlive a gap of a few scrapes, and resolve within the hour once repaired")
         else:
             kwargs["keep_firing_for"] = hold
-    kwargs["outputs"] = _outputs(top.mapping("outputs"), errors)
+    kwargs["outputs"] = parse_outputs(top.mapping("outputs"), errors)
     am = Fields(top.mapping("alertmanager"), errors, "alertmanager")
     kwargs["alertmanager"] = AlertmanagerSettings(**{
         k: am.str(k, default=getattr(AlertmanagerSettings(), k), pattern=r"[A-Za-z0-9_.-]+")
@@ -335,138 +291,9 @@ def load_settings(path: Path | None) -> Settings:
                               ("urls", top.at("urls")),
                               *((f"failure_modes.{m}.for", w) for m, w in wheres_for))
     kwargs["given_urls"] = tuple(sorted(str(k) for k in urls.node))
-    kwargs["dashboards"] = _dashboard_settings(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
-    kwargs["baselines"] = _baseline_settings(Fields(top.mapping("baselines"), errors, "baselines"), errors)
+    kwargs["dashboards"] = parse_dashboards(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
+    kwargs["baselines"] = parse_baselines(Fields(top.mapping("baselines"), errors, "baselines"), errors)
     kwargs["job_metrics"] = _job_metrics_settings(Fields(top.mapping("job_metrics"), errors, "job_metrics"), errors)
     top.done()
     errors.raise_if_any()
     return Settings(**kwargs)
-
-
-_KUBE_FORMATS = ("prometheus_rule", "vmrule", "dashboard_configmaps", "grafana_operator")
-
-
-def _outputs(node, errors: Collector) -> Outputs:
-    f = Fields(node, errors, "outputs")
-    kube = {}
-    for name in _KUBE_FORMATS:
-        kf = Fields(f.mapping(name), errors, f"outputs.{name}")
-        default = KubeOutput()
-        kube[name] = KubeOutput(
-            enabled=bool(kf.bool("enabled", default=False)),
-            namespace=kf.str("namespace", default=default.namespace, pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
-            labels=kf.str_map("labels"),
-            folder=kf.str("folder", default=default.folder) if name in ("dashboard_configmaps", "grafana_operator") else default.folder,
-            instance_selector=(kf.str_map("instance_selector") or default.instance_selector) if name == "grafana_operator" else default.instance_selector,
-        )
-        kf.done()
-    out = Outputs(**kube, alertmanager=bool(f.bool("alertmanager", default=True)),
-                  runbooks=bool(f.bool("runbooks", default=True)),
-                  exporter_counters=bool(f.bool("exporter_counters", default=True)),
-                  scenario_tests=bool(f.bool("scenario_tests", default=True)))
-    f.done()
-    return out
-
-
-def _dashboard_settings(fields: Fields, errors: Collector) -> DashboardSettings:
-    kwargs: dict = {}
-    for key, attr, pattern in (("folder", "folder", r"\S.*"), ("provisioning_path", "provisioning_path", r"/\S*"),
-                               ("currency", "currency_unit", r"[A-Za-z0-9_:.-]+")):
-        value = fields.str(key, pattern=pattern)
-        if value is not None:
-            kwargs[attr] = value
-    price = Fields(fields.mapping("price_per_gpu_hour"), errors, "dashboards.price_per_gpu_hour")
-    default = price.num("default", minimum=0)
-    if default is not None:
-        kwargs["price_default"] = float(default)
-    models = price.mapping("models")
-    model_fields = Fields(models, errors, "dashboards.price_per_gpu_hour.models")
-    prices = []
-    for pattern in models:
-        value = model_fields.num(pattern, minimum=0)
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            errors.add(models.key_where[pattern], "bad-regex", f"dashboards.price_per_gpu_hour.models: {pattern!r}: {exc}")
-            continue
-        if value is not None:
-            prices.append((pattern, float(value)))
-    model_fields.done()
-    price.done()
-    fields.done()
-    return DashboardSettings(**kwargs, prices=tuple(prices))
-
-
-def _baseline_settings(fields: Fields, errors: Collector) -> BaselineSettings:
-    default = BaselineSettings()
-    day = 86400
-    window = fields.duration("window", default=default.window)
-    if window is not None and not (7 * day <= window <= 28 * day and window % day == 0):
-        errors.add(fields.at("window"), "bad-value",
-                   "baselines.window must be whole days from 7d to 28d (14d by default): the history each GPU is compared with")
-        window = default.window
-    history = fields.duration("min_history", default=default.min_history)
-    if history is not None and not (day <= history <= (window or default.window) and history % day == 0):
-        errors.add(fields.at("min_history"), "bad-value",
-                   f"baselines.min_history must be whole days from 1d up to the window ({(window or default.window) // day}d)")
-        history = default.min_history
-    interval = fields.duration("interval", default=default.interval)
-    if interval is not None and (interval % 60 or not 60 <= interval <= 300):
-        errors.add(fields.at("interval"), "bad-value",
-                   "baselines.interval must be 1m to 5m in whole minutes (long-window groups run at interval <= 5m)")
-        interval = default.interval
-    seasonality = fields.str("seasonality", default=default.seasonality, choices=SEASONALITY)
-    fields.done()
-    return BaselineSettings(window=window or default.window, min_history=history or default.min_history,
-                            seasonality=seasonality or default.seasonality, interval=interval or default.interval)
-
-
-def check_against_catalog(settings: Settings, catalog) -> None:
-    """Config names failure modes and thresholds: they must exist in the catalog."""
-
-    errors = Collector()
-    ids = [fm.id for fm in catalog.failure_modes]
-    for fm_id, (where, thresholds) in settings.where_of_mode:
-        if fm_id not in ids:
-            errors.add(where, "unknown-failure-mode", f"failure_modes: unknown failure mode {fm_id!r}{did_you_mean(fm_id, ids)}")
-            continue
-        fm = catalog.failure_mode(fm_id)
-        names = [t.name for t in fm.thresholds]
-        values = dict(settings.for_mode(fm_id).thresholds)
-        for name in thresholds:
-            if name not in names:
-                errors.add(thresholds.key_where[name], "unknown-threshold",
-                           f"failure_modes.{fm_id}.thresholds: unknown threshold {name!r}{did_you_mean(name, names)}"
-                           f" (known: {', '.join(names) or 'none'})")
-            elif name in values and values[name] not in fm.threshold(name).range:
-                t = fm.threshold(name)
-                errors.add(thresholds.key_where[name], "out-of-range",
-                           f"failure_modes.{fm_id}.thresholds.{name}: {values[name]:g} is out of range {t.range} "
-                           f"({t.unit}; catalog value {t.value:g})")
-        hold = settings.for_mode(fm_id).for_seconds
-        if hold == 0 and all(a.for_seconds > 0 for a in fm.alerts):
-            errors.add(settings.where(f"failure_modes.{fm_id}.for"), "out-of-range",
-                       f"failure_modes.{fm_id}.for: 0s is out of range (0s, inf): {fm_id} needs a hold "
-                       f"(catalog: {', '.join(sorted({format_duration(a.for_seconds) for a in fm.alerts}))}), "
-                       "or one bad sample pages someone")
-    _check_hold_outlasts_detection(settings, catalog, errors)
-    errors.raise_if_any()
-
-
-def _check_hold_outlasts_detection(settings: Settings, catalog, errors: Collector) -> None:
-    """A GPU dark for less than gpu_lost's stale_seconds is not gpu_lost yet: its other alerts must hold
-    over that time (keep_firing_for), or they resolve before gpu_lost holds them (catalog/alertmanager.yaml
-    silences, detected_within), and page again when it comes back."""
-    for silence in catalog.routing.silences:
-        if not silence.detected_within or settings.for_mode(silence.failure_mode).enabled is False:
-            continue
-        name = silence.detected_within
-        dark = dict(settings.for_mode(silence.failure_mode).thresholds).get(
-            name, catalog.failure_mode(silence.failure_mode).threshold(name).value)
-        needed = int(dark) + 2 * settings.evaluation_interval
-        if settings.keep_firing_for < needed:
-            errors.add(settings.where("keep_firing_for"), "out-of-range",
-                       f"keep_firing_for {format_duration(settings.keep_firing_for)} is shorter than "
-                       f"{silence.failure_mode}'s {name} ({format_duration(int(dark))}) plus two evaluation intervals "
-                       f"({format_duration(needed)}): a lost GPU's other alerts would resolve before {silence.failure_mode} "
-                       "holds them, then page again")

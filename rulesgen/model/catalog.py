@@ -303,7 +303,7 @@ class Silence:
     source: str
     where: Where = field(compare=False, default=Where("<builtin>"))
     # threshold of the failure mode (seconds) its subject may be dark before its alert is pending: the
-    # silenced alerts' keep_firing_for must outlast it (settings.check_against_catalog)
+    # silenced alerts' keep_firing_for must outlast it (load/resolved.check_against_catalog)
     detected_within: str = ""
 
 

@@ -1,0 +1,136 @@
+"""The sections of rulesgen.yaml that are formats and places rather than rules: `outputs:` (the delivery
+formats), `dashboards:` (Grafana folder, provisioning path, prices) and `baselines:` (history length and
+interval): their frozen settings and their readers."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import Collector
+from .mapping import Fields
+
+
+@dataclass(frozen=True)
+class KubeOutput:
+    """One Kubernetes delivery format (PrometheusRule, VMRule, dashboard ConfigMaps, GrafanaDashboard)."""
+    enabled: bool = False
+    namespace: str = "monitoring"
+    labels: tuple[tuple[str, str], ...] = ()
+    folder: str = "GPU"  # dashboards: Grafana folder (ConfigMap annotation / GrafanaDashboard folder)
+    instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
+
+
+@dataclass(frozen=True)
+class Outputs:
+    prometheus_rule: KubeOutput = KubeOutput()
+    vmrule: KubeOutput = KubeOutput()
+    dashboard_configmaps: KubeOutput = KubeOutput()
+    grafana_operator: KubeOutput = KubeOutput()
+    alertmanager: bool = True
+    runbooks: bool = True
+    exporter_counters: bool = True
+    scenario_tests: bool = True  # tests/promtool/ and tests/vmalert/: one unit test per scenario
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    """The `dashboards:` section: where dashboards go in Grafana and what a GPU-hour costs."""
+    folder: str = "GPU"  # `rulesgen push` and the file-provisioning provider
+    provisioning_path: str = "/var/lib/grafana/dashboards/rulesgen"
+    currency_unit: str = "currencyUSD"  # a Grafana unit id
+    price_default: float = 2.0  # per GPU-hour, for models no price pattern matches
+    prices: tuple[tuple[str, float], ...] = ()  # (anchored modelName regex, price per GPU-hour); first match wins
+
+
+@dataclass(frozen=True)
+class BaselineSettings:
+    """The `baselines:` section: how much downsampled history each GPU is compared with."""
+    window: int = 14 * 86400  # long window of the per-GPU mean and stddev
+    min_history: int = 7 * 86400  # days of downsampled history a GPU needs before its own baseline alerts
+    seasonality: str = "none"  # none | weekly: compare with the same hour one week earlier
+    interval: int = 300  # evaluation interval of the baseline groups
+
+    @property
+    def min_days(self) -> int:
+        return self.min_history // 86400
+
+
+SEASONALITY = ("none", "weekly")
+
+
+_KUBE_FORMATS = ("prometheus_rule", "vmrule", "dashboard_configmaps", "grafana_operator")
+
+
+def parse_outputs(node, errors: Collector) -> Outputs:
+    f = Fields(node, errors, "outputs")
+    kube = {}
+    for name in _KUBE_FORMATS:
+        kf = Fields(f.mapping(name), errors, f"outputs.{name}")
+        default = KubeOutput()
+        kube[name] = KubeOutput(
+            enabled=bool(kf.bool("enabled", default=False)),
+            namespace=kf.str("namespace", default=default.namespace, pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
+            labels=kf.str_map("labels"),
+            folder=kf.str("folder", default=default.folder) if name in ("dashboard_configmaps", "grafana_operator") else default.folder,
+            instance_selector=(kf.str_map("instance_selector") or default.instance_selector) if name == "grafana_operator" else default.instance_selector,
+        )
+        kf.done()
+    out = Outputs(**kube, alertmanager=bool(f.bool("alertmanager", default=True)),
+                  runbooks=bool(f.bool("runbooks", default=True)),
+                  exporter_counters=bool(f.bool("exporter_counters", default=True)),
+                  scenario_tests=bool(f.bool("scenario_tests", default=True)))
+    f.done()
+    return out
+
+
+def parse_dashboards(fields: Fields, errors: Collector) -> DashboardSettings:
+    kwargs: dict = {}
+    for key, attr, pattern in (("folder", "folder", r"\S.*"), ("provisioning_path", "provisioning_path", r"/\S*"),
+                               ("currency", "currency_unit", r"[A-Za-z0-9_:.-]+")):
+        value = fields.str(key, pattern=pattern)
+        if value is not None:
+            kwargs[attr] = value
+    price = Fields(fields.mapping("price_per_gpu_hour"), errors, "dashboards.price_per_gpu_hour")
+    default = price.num("default", minimum=0)
+    if default is not None:
+        kwargs["price_default"] = float(default)
+    models = price.mapping("models")
+    model_fields = Fields(models, errors, "dashboards.price_per_gpu_hour.models")
+    prices = []
+    for pattern in models:
+        value = model_fields.num(pattern, minimum=0)
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            errors.add(models.key_where[pattern], "bad-regex", f"dashboards.price_per_gpu_hour.models: {pattern!r}: {exc}")
+            continue
+        if value is not None:
+            prices.append((pattern, float(value)))
+    model_fields.done()
+    price.done()
+    fields.done()
+    return DashboardSettings(**kwargs, prices=tuple(prices))
+
+
+def parse_baselines(fields: Fields, errors: Collector) -> BaselineSettings:
+    default = BaselineSettings()
+    day = 86400
+    window = fields.duration("window", default=default.window)
+    if window is not None and not (7 * day <= window <= 28 * day and window % day == 0):
+        errors.add(fields.at("window"), "bad-value",
+                   "baselines.window must be whole days from 7d to 28d (14d by default): the history each GPU is compared with")
+        window = default.window
+    history = fields.duration("min_history", default=default.min_history)
+    if history is not None and not (day <= history <= (window or default.window) and history % day == 0):
+        errors.add(fields.at("min_history"), "bad-value",
+                   f"baselines.min_history must be whole days from 1d up to the window ({(window or default.window) // day}d)")
+        history = default.min_history
+    interval = fields.duration("interval", default=default.interval)
+    if interval is not None and (interval % 60 or not 60 <= interval <= 300):
+        errors.add(fields.at("interval"), "bad-value",
+                   "baselines.interval must be 1m to 5m in whole minutes (long-window groups run at interval <= 5m)")
+        interval = default.interval
+    seasonality = fields.str("seasonality", default=default.seasonality, choices=SEASONALITY)
+    fields.done()
+    return BaselineSettings(window=window or default.window, min_history=history or default.min_history,
+                            seasonality=seasonality or default.seasonality, interval=interval or default.interval)
