@@ -185,13 +185,13 @@ def test_explain_json():
 
 
 def test_replay_json(promtool):
-    result = run_cli("replay", "fixtures/scenarios/normal-idle-node.yaml", "--format", "json")
+    result = run_cli("replay", "fixtures/scenarios/normal-hard-loss-lookalikes-60s.yaml", "--format", "json")
     doc = as_json(result)
     assert result.returncode == 0, result.stderr
     assert doc["matched"] == doc["total"] == 1
     [scenario] = doc["scenarios"]
     assert scenario["ok"] is True and scenario["fired"] == [] and scenario["missing"] == []
-    assert scenario["path"] == "fixtures/scenarios/normal-idle-node.yaml"
+    assert scenario["path"] == "fixtures/scenarios/normal-hard-loss-lookalikes-60s.yaml"
 
 
 # --- 7. lint: one diagnostic format; foreign files without rulesgen's contract -----------------------
