@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from gitops import TMP_PREFIX, run_cli, temporaries, tree, user_config, without_promtool_note
 
 pytest_plugins = ["gitops"]  # its fixtures: scenarios, repo
@@ -82,11 +83,20 @@ def _two_renders(repo: Path, args: list[str], tmp_path: Path):
     return {**old, "rulesgen.yaml": NEW_CONFIG.encode()}, new
 
 
-@pytest.fixture
-def old_and_new(repo, scenarios, tmp_path):
-    """The bundled catalog with a scenario: (folder, old tree, new tree, render arguments)."""
+@pytest.fixture(scope="module")
+def old_and_new(tmp_path_factory):
+    """The bundled catalog with a scenario: (folder, old tree, new tree, render arguments). Rendered once for
+    the module: every test puts the folder back to the old tree before it interrupts a render."""
+    base = tmp_path_factory.mktemp("old-and-new")
+    scenarios, repo = base / "scenarios", base / "repo"
+    scenarios.mkdir()
+    repo.mkdir()
+    shutil.copy(ROOT / "fixtures/scenarios/thermal-throttling-cooling-failure.yaml", scenarios)
+    user_config(repo / "rulesgen.yaml")
     args = ["--scenarios", str(scenarios)]
-    return (repo, *_two_renders(repo, args, tmp_path), args)
+    result = run_cli("render", *args, cwd=repo)
+    assert result.returncode == 0, result.stderr
+    return (repo, *_two_renders(repo, args, base), args)
 
 
 @pytest.fixture
