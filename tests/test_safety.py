@@ -10,7 +10,7 @@ from conftest import ROOT, edit, errors_of
 from gitops import USAGE, run_cli, tree, user_config
 
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
-from rulesgen.load.settings import Settings
+from rulesgen.load.settings import Settings, load_settings
 
 pytest_plugins = ["gitops"]  # its fixtures: scenarios, repo
 
@@ -261,3 +261,12 @@ def test_catalog_threshold_outside_its_range_or_without_one_and_a_zero_for_are_l
     edit(fm, '        range: "0 to 150"\n', "")
     assert errors_of(load_catalog, minimal_catalog)[0] == (
         f"{f}:11:9: error[missing-key]: failure mode hot_gpu threshold: missing required key 'range'")
+
+
+def test_a_label_name_prometheus_reserves_is_a_config_error(tmp_path):
+    """labels.cluster: __name__ once rendered a dashboard query that does not parse (found by
+    test_properties, seed 742277): names starting with __ are Prometheus' own."""
+    config = tmp_path / "rulesgen.yaml"
+    config.write_text("labels:\n  cluster: __name__\n")
+    errors = errors_of(load_settings, config)
+    assert len(errors) == 1 and errors[0].startswith(f"{config}:2:3: error[bad-value]: labels.cluster: "), errors

@@ -129,7 +129,7 @@ class Settings:
         return (self.namespace_label, self.pod_label)
 
 
-_LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
+_LABEL = r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*"  # names starting with __ are reserved by Prometheus
 _URL_ATTRS = {"runbook_base": "runbook_base_url", "grafana_base": "grafana_base_url"}
 
 
