@@ -53,6 +53,7 @@ class Plan:
     scenarios: tuple[Scenario, ...]
     artifacts: tuple[Artifact, ...]
     resolved: Resolved
+    scenario_tests: bool  # whether the scenario tests are among the outputs (the flag, else the config)
     sharded: ShardedRules | None = None  # topology: sharded
 
 
@@ -109,7 +110,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
     artifacts.append(provider_artifact(settings.dashboards.folder, settings.dashboards.provisioning_path))
     artifacts += delivery_artifacts(catalog, settings, resolved, rules, artifacts, sharded)
     return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), resolved,
-                sharded)
+                scenario_tests, sharded)
 
 
 def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:

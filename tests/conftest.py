@@ -115,23 +115,24 @@ def engine_param(fixture: str):
     return pytest.param(fixture, marks=(pytest.mark.engines, getattr(pytest.mark, mark)), id=name)
 
 
+def _render_into(tmp_path_factory, name: str, *args: str) -> Path:
+    out = tmp_path_factory.mktemp(name)
+    result = run_cli("render", *args, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
 @pytest.fixture(scope="session")
 def rendered(tmp_path_factory):
     """A fresh render of the bundled catalog with the repository's config into a temp dir, with the scenario
     tests the repository does not commit (tests/promtool/, tests/vmalert/: outputs.scenario_tests is false)."""
-    out = tmp_path_factory.mktemp("render")
-    result = run_cli("render", "--scenario-tests", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return _render_into(tmp_path_factory, "render", "--scenario-tests")
 
 
 @pytest.fixture(scope="session")
 def rendered_outputs(tmp_path_factory):
     """What `make render` writes and `make check` compares: the repository's config as it is."""
-    out = tmp_path_factory.mktemp("outputs")
-    result = run_cli("render", "--out", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return _render_into(tmp_path_factory, "outputs")
 
 
 # --- scenario replays: one pool, started with the session ------------------------------------------

@@ -25,13 +25,21 @@ def run_cli(*args, **kwargs):
     return result
 
 
+def set_scenario_tests(path: Path, on: bool, source: Path | None = None) -> Path:
+    """Write (source or) path's config with outputs.scenario_tests on or off (it must say the other)."""
+    line = "\n  scenario_tests: {}\n"
+    text = (source or path).read_text()
+    assert line.format(str(not on).lower()) in text
+    path.write_text(text.replace(line.format(str(not on).lower()), line.format(str(on).lower())))
+    return path
+
+
 def user_config(path: Path) -> Path:
     """The repository's config as a GitOps repository keeps it, its scenario tests among the outputs (this
     repository renders them where they run: outputs.scenario_tests is false)."""
-    text = COMMITTED.read_text()
-    assert "\n  scenario_tests: false\n" in text
-    path.write_text(text.replace("\n  scenario_tests: false\n", "\n  scenario_tests: true\n"))
-    return path
+    return set_scenario_tests(path, True, source=COMMITTED)
+
+
 TMP_PREFIX = ".rulesgen-render-"  # rulesgen.artifacts.TMP_PREFIX (spelled out: the tests must also run on older code)
 USAGE = "Usage: rulesgen render [OPTIONS]\nTry 'rulesgen render --help' for help.\n\nError: "
 

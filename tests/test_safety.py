@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from conftest import ROOT, edit, errors_of
-from gitops import USAGE, run_cli, tree, user_config
+from gitops import USAGE, run_cli, set_scenario_tests, tree, user_config
 
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.settings import Settings, load_settings
@@ -80,8 +80,7 @@ def test_no_scenarios_folder_at_all_is_said_on_stderr(tmp_path):
 
 
 def scenario_tests_off(repo: Path) -> None:
-    config = repo / "rulesgen.yaml"
-    config.write_text(config.read_text().replace("\n  scenario_tests: true\n", "\n  scenario_tests: false\n"))
+    set_scenario_tests(repo / "rulesgen.yaml", False)
 
 
 def test_scenario_tests_turned_off_are_removed_by_name_and_not_warned_about(repo, scenarios):

@@ -108,9 +108,8 @@ def promtool_parse(plan) -> None:
 SCENARIO_DIRS = ("fixtures/scenarios", "scenarios")
 
 
-def scenario_warnings(plan, scenarios, scenario_tests=None) -> None:
-    wanted = plan.settings.outputs.scenario_tests if scenario_tests is None else scenario_tests
-    if wanted and scenarios and not plan.scenarios:
+def scenario_warnings(plan, scenarios) -> None:
+    if plan.scenario_tests and scenarios and not plan.scenarios:
         where = f"no scenario in {scenarios}" if Path(scenarios).is_dir() else f"no scenarios folder ({', '.join(SCENARIO_DIRS)})"
         warn(f"{where}: tests/promtool/ and tests/vmalert/ get no tests (generated ones there are removed); "
              f"pass --scenarios DIR")

@@ -44,7 +44,7 @@ def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff)
         return
     check_out_folder(out, len(plan.artifacts))
     changed = arts.write_all(Path(out), plan.artifacts)
-    scenario_warnings(plan, scenarios, scenario_tests)
+    scenario_warnings(plan, scenarios)
     placeholder_url_warnings(plan.settings)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
@@ -114,7 +114,7 @@ def test(catalog, config, scenarios, scenario_tests, defaults, out):
     config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios, scenario_tests=True)
     keep = plan.settings.outputs.scenario_tests if scenario_tests is None else scenario_tests
-    scenario_warnings(plan, scenarios, True)
+    scenario_warnings(plan, scenarios)
     with tempfile.TemporaryDirectory(prefix="rulesgen-test-") as scratch:
         root = Path(out) if keep else Path(scratch)
         if keep:
