@@ -344,14 +344,14 @@ def test_explain_a_rule_shows_its_tier():
     assert "TIER" in result.stdout and "global" in result.stdout and "count by (cluster)" in result.stdout
 
 
-def _one_shard_test(tmp_path: Path, scenario: str) -> Path:
+def _one_shard_test(rendered: Path, tmp_path: Path, scenario: str) -> Path:
     """The scenario's promtool test over the sharded files as one shard plus the global tier in one promtool
     (global groups renamed <group>-global and run right after their shard group): with a single shard, every
     combination is of one part and `max without (shard)` drops nothing, so the alerts must be the single
     server's, as the scenario expects them. (The two-shard proof splits the series; this checks the rewrite.)"""
     files = []
     for tier in ("shard", "global"):
-        for p in sorted((ROOT / "alerts" / "sharded" / tier).glob("*.yaml")):
+        for p in sorted((rendered / "alerts" / "sharded" / tier).glob("*.yaml")):
             if p.name == "aggregates.yaml":
                 continue
             doc = yaml.safe_load(p.read_text())
@@ -360,7 +360,7 @@ def _one_shard_test(tmp_path: Path, scenario: str) -> Path:
             (tmp_path / f"{tier}-{p.name}").write_text(yaml.safe_dump(doc, sort_keys=False, width=100000))
             files.append(f"{tier}-{p.name}")
     names = {g["name"] for f in files for g in yaml.safe_load((tmp_path / f).read_text())["groups"]}
-    test = yaml.safe_load((ROOT / "tests" / "promtool" / f"{scenario}.yaml").read_text())
+    test = yaml.safe_load((rendered / "tests" / "promtool" / f"{scenario}.yaml").read_text())
     test["group_eval_order"] = [x for g in test["group_eval_order"] for x in (g, g + "-global") if x in names]
     test["rule_files"] = files
     path = tmp_path / f"test-{scenario}.yaml"
@@ -370,15 +370,15 @@ def _one_shard_test(tmp_path: Path, scenario: str) -> Path:
 
 @pytest.mark.equality  # make test-sharding (CI)
 @pytest.mark.parametrize("scenario", ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"])
-def test_one_shard_plus_global_gives_the_single_servers_alerts(promtool, tmp_path, scenario):
-    proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(tmp_path, scenario))],
+def test_one_shard_plus_global_gives_the_single_servers_alerts(promtool, rendered, tmp_path, scenario):
+    proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(rendered, tmp_path, scenario))],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
 @pytest.mark.equality
-def test_one_shard_check_fails_without_the_global_tier(promtool, tmp_path):
-    path = _one_shard_test(tmp_path, "fleet-capacity-degraded")
+def test_one_shard_check_fails_without_the_global_tier(promtool, rendered, tmp_path):
+    path = _one_shard_test(rendered, tmp_path, "fleet-capacity-degraded")
     test = yaml.safe_load(path.read_text())
     test["rule_files"] = [f for f in test["rule_files"] if not f.startswith("global-")]
     path.write_text(yaml.safe_dump(test, sort_keys=False, width=100000))
