@@ -10,12 +10,13 @@ from pathlib import Path
 from . import interrupts
 from .builders import engine_fit, vmalert_tests
 from .builders.alertmanager import build_alertmanager
+from .builders.counters import exporter_counters
 from .builders.covers import inhibits
 from .builders.dashboards import build_dashboards
 from .builders.promtool_tests import scenario_test
 from .builders.rules import build_rules
 from .builders.runbooks import build_runbooks
-from .builders.sharded import ShardedRules, build_sharded
+from .builders.sharded import build_sharded
 from .catalog import load_catalog
 from .checks.rate_window import shortest_rate_window
 from .durations import format_duration
@@ -24,7 +25,7 @@ from .load.resolved import Resolved, check_against_catalog, resolve
 from .load.scenarios import Scenario, adapt, load_scenarios, unmatched_selector
 from .load.settings import Settings, load_settings
 from .model.catalog import Catalog
-from .model.output import Artifact, RuleFile, RuleSet
+from .model.output import Artifact, RuleFile, RuleSet, ShardedRules
 from .render import kube
 from .render.alertmanager import render_alertmanager
 from .render.counters import render_counters
@@ -179,7 +180,7 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
     if out.runbooks:
         extra += render_runbooks(build_runbooks(catalog, settings, rules, resolved))
     if out.exporter_counters:
-        extra += render_counters(catalog, rules, out.prometheus_rule.namespace)
+        extra += render_counters(exporter_counters(catalog, rules, out.prometheus_rule.namespace))
     return extra
 
 

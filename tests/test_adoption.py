@@ -17,7 +17,6 @@ import pytest
 import yaml
 from conftest import ROOT, run_cli
 
-from rulesgen import init as init_mod
 from rulesgen import lock
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.config_template import config_template, uncomment

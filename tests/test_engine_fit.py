@@ -14,7 +14,7 @@ from rulesgen.builders import rules as rule_builder
 from rulesgen.catalog import load_catalog
 from rulesgen.checks import CHECKS, lint_files
 from rulesgen.load.settings import load_settings
-from rulesgen.load.settings_sections import KubeOutput
+from rulesgen.model.output import KubeOutput
 from rulesgen.model.output import Rule, RuleFile, RuleGroup
 from rulesgen.render import kube
 from rulesgen.render.prometheus import render_rule_file

@@ -6,7 +6,6 @@ must load in both promtools, and a representative subset of the scenario tests (
 efficiency, normal load) must pass on 2.42 too."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 

@@ -17,12 +17,12 @@ inside a global rule). The global evaluator loads the global files: every global
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import promql_parser as pp
 
 from ..durations import format_duration
-from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..model.output import Rule, RuleFile, RuleGroup, RuleSet, ShardedRules
 from ..promql import labels as label_flow
 from ..promql import printer as promql_print
 from ..promql.graph import ALERT_SERIES
@@ -39,19 +39,6 @@ TIER_MARK = "Tier"  # a rule file's header declares its tier: `# Tier shard (...
 
 class ShardingError(ValueError):
     """A rule the sharded topology cannot place (an expression shape the rewrite does not know)."""
-
-
-@dataclass(frozen=True)
-class ShardedRules:
-    shard_files: tuple[RuleFile, ...]
-    global_files: tuple[RuleFile, ...]
-    forwarded: tuple[str, ...]  # names (or __name__ regexes) the global tier reads from the shards
-    shard_label: str
-    tiers: dict = field(default_factory=dict, compare=False)  # rule name -> tiers.Tier
-    # The ALERTS the global tier reads, when every ALERTS selector of a global rule names its alerts by
-    # `alertname` or `failure_mode` (`="a"` or `=~"a|b"`): ((label, values), ...) with label alertname
-    # or failure_mode; None: it reads ALERTS of any alert, or none.
-    alerts_read: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 
 
 def shard_record_name(owner: str, op: str) -> str:

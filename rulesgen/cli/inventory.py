@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..load import jobmetrics
-from ..render.counters import parse_counters
+from ..load.counters import parse_counters
 from .app import catalog_option, config_option, emit_json, error, format_option, plan_or_fail, with_common
 
 

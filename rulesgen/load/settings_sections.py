@@ -7,17 +7,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import Collector
+from ..model.output import KubeOutput
 from .mapping import Fields
-
-
-@dataclass(frozen=True)
-class KubeOutput:
-    """One Kubernetes delivery format (PrometheusRule, VMRule, dashboard ConfigMaps, GrafanaDashboard)."""
-    enabled: bool = False
-    namespace: str = "monitoring"
-    labels: tuple[tuple[str, str], ...] = ()
-    folder: str = "GPU"  # dashboards: Grafana folder (ConfigMap annotation / GrafanaDashboard folder)
-    instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
 
 
 @dataclass(frozen=True)

@@ -101,3 +101,43 @@ class DashboardFile:
     id: str
     path: str
     dashboard: GrafanaDashboard
+
+
+@dataclass(frozen=True)
+class KubeOutput:
+    """One Kubernetes delivery format (PrometheusRule, VMRule, dashboard ConfigMaps, GrafanaDashboard)."""
+    enabled: bool = False
+    namespace: str = "monitoring"
+    labels: tuple[tuple[str, str], ...] = ()
+    folder: str = "GPU"  # dashboards: Grafana folder (ConfigMap annotation / GrafanaDashboard folder)
+    instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
+
+
+@dataclass(frozen=True)
+class ShardedRules:
+    shard_files: tuple[RuleFile, ...]
+    global_files: tuple[RuleFile, ...]
+    forwarded: tuple[str, ...]  # names (or __name__ regexes) the global tier reads from the shards
+    shard_label: str
+    tiers: dict = field(default_factory=dict, compare=False)  # rule name -> promql.tiers.Tier
+    # The ALERTS the global tier reads, when every ALERTS selector of a global rule names its alerts by
+    # `alertname` or `failure_mode` (`="a"` or `=~"a|b"`): ((label, values), ...) with label alertname
+    # or failure_mode; None: it reads ALERTS of any alert, or none.
+    alerts_read: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+
+
+@dataclass(frozen=True)
+class CounterField:
+    """One line of a dcgm-exporter counters CSV: DCGM field, Prometheus type, help."""
+    name: str
+    type: str
+    help: str
+
+
+@dataclass(frozen=True)
+class ExporterCounters:
+    """The dcgm-exporter fields the rendered rules read, and the label fields, in catalog order
+    (render/counters.py writes them as the CSV, the chart's values and ConfigMap, the GPU Operator's)."""
+    fields: tuple[CounterField, ...]
+    label_fields: tuple[CounterField, ...]
+    namespace: str  # of the chart's ConfigMap: the PrometheusRule output's

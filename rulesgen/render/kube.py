@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ..load.settings_sections import KubeOutput
-from ..model.output import Artifact, RuleFile
+from ..model.output import Artifact, KubeOutput, RuleFile
 from .prometheus import groups_dict
 from .yamltext import dump, header
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from ..builders.sharded import REMOTE_WRITE, ShardedRules
-from ..model.output import Artifact
+from ..builders.sharded import REMOTE_WRITE
+from ..model.output import Artifact, ShardedRules
 from .prometheus import render_rule_file
 from .yamltext import dump, header
 
