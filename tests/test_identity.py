@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from conftest import BINARIES, engine_param, errors_of, run_cli
+from treeasserts import aggregations, canonical, functions, joins, reads, subexpressions, subqueries
 from rulesgen.promql import labels as label_flow
 from rulesgen.builders.promtool_tests import continuous_expr
 from rulesgen.checks import lint_files
@@ -57,16 +58,17 @@ def test_hardware_alerts_hold_while_what_silences_them_fires(rendered):
 
     def held_by(name):
         expr = alerts[name]["expr"]
-        own = f'(ALERTS{{alertname="{name}", alertstate="firing"}})'
-        return {mode for mode in ("gpu_lost", "exporter_down")
-                if f'{own}\n    and on (cluster, Hostname{", gpu, UUID" if mode == "gpu_lost" else ""}) '
-                   f'ALERTS{{alertstate=~"pending|firing", failure_mode="{mode}"}}' in expr}
+        own = canonical(f'ALERTS{{alertname="{name}", alertstate="firing"}}')
+        scope = {"gpu_lost": ("cluster", "Hostname", "gpu", "UUID"), "exporter_down": ("cluster", "Hostname")}
+        return {mode for mode, on in scope.items() for j in joins(expr)
+                if j.op == "and" and j.on == on and own in subexpressions(j.lhs)
+                and j.rhs == canonical(f'ALERTS{{alertstate=~"pending|firing", failure_mode="{mode}"}}')}
 
     assert held_by("GPUECCUncorrectable") == {"gpu_lost", "exporter_down"}
     assert held_by("GPUBaselineDeviation") == {"gpu_lost", "exporter_down"}
     assert held_by("GPULost") == {"exporter_down"}
     assert held_by("GPUExporterDown") == set()
-    assert "ALERTS" not in alerts["GPUDataloaderStarvation"]["expr"]
+    assert not reads(alerts["GPUDataloaderStarvation"]["expr"], "ALERTS")
     assert all(alerts[n].get("keep_firing_for") == "5m" for n in ("GPUECCUncorrectable", "GPULost", "GPUExporterDown"))
 
 
@@ -157,7 +159,7 @@ def test_continuous_is_parsed_and_checked(tmp_path):
         errors_of(load_scenario, late, ["gpu_lost"])[0]
     # from after + within (15m) to the end: 45m, and one second so the step at 15m is inside
     expr = continuous_expr(s, s.expect[0])
-    assert "[45m1s:1m]" in expr and "count(max_over_time(" in expr
+    assert subqueries(expr) == [(45 * 60 + 1, 60)] and "count" in aggregations(expr) and "max_over_time" in functions(expr)
 
 
 def test_replay_names_a_resolve_and_a_relabelled_twin(tmp_path):

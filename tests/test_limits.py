@@ -6,9 +6,11 @@ from pathlib import Path
 import yaml
 
 from conftest import run_cli
+from treeasserts import Join, canonical, joins, numbers, reads
 from rulesgen.artifacts import load_inputs
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir
+from rulesgen.promql import tree
 
 
 def _rules(config: Path | None = None):
@@ -19,19 +21,24 @@ def _rules(config: Path | None = None):
 def test_thermal_hbm_and_power_read_each_gpus_own_limit_first():
     rules = _rules()
     own = rules["gpu:dcgm_limit_gpu_max_operating_temp_c:value"].expr
-    assert own.startswith("max by (cluster, Hostname, gpu, UUID, modelName) (")
-    assert "DCGM_FI_DEV_GPU_MAX_OP_TEMP" in own and "<= 200" in own and ") > 0)" in own
-    assert ("or gpu:dcgm_reporting:timestamp * 0 + on (cluster, modelName) group_left () "
-            "model:dcgm_limit_gpu_max_operating_temp_c:value") in own
-    # the model record still ends with the unknown-GPU default
-    assert rules["model:dcgm_limit_gpu_max_operating_temp_c:value"].expr.endswith("(model:dcgm_gpus:count * 0 + 83)")
+    first = joins(own)[0]  # the GPU's own field (sane values only), else its model's entry
+    assert first.op == "or" and ("by", ("cluster", "Hostname", "gpu", "UUID", "modelName")) == tree.grouping(first.lhs)[0]
+    assert reads(first.lhs, "DCGM_FI_DEV_GPU_MAX_OP_TEMP") and {200.0, 0.0} <= numbers(first.lhs)
+    assert Join("+", ("cluster", "modelName"), (), canonical("gpu:dcgm_reporting:timestamp * 0"),
+                "model:dcgm_limit_gpu_max_operating_temp_c:value") in joins(own)
+    # the model record still ends with the unknown-GPU default: the last `or` branch has no model matcher
+    model = rules["model:dcgm_limit_gpu_max_operating_temp_c:value"].expr
+    assert joins(model)[0].rhs == canonical("model:dcgm_gpus:count * 0 + 83")
     # power: no default (a placeholder 400 W would page every 1 kW GPU the table does not list)
     power = rules["gpu:dcgm_limit_tdp_watts:value"].expr
-    assert "DCGM_FI_DEV_ENFORCED_POWER_LIMIT" in power and 'gpu:dcgm_reporting:timestamp{modelName=~"' in power
-    join = "on (cluster, Hostname, gpu, UUID) group_left () "
-    assert join + "gpu:dcgm_limit_gpu_max_operating_temp_c:value" in rules["GPUThermalThrottling"].expr
-    assert join + "gpu:dcgm_limit_memory_max_temp_c:value" in rules["GPUMemoryOverheat"].expr
-    assert join + "1.05 * gpu:dcgm_limit_tdp_watts:value" in rules["GPUPowerAnomaly"].expr
+    assert reads(power, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT")
+    assert [s.matchers for s in tree.selectors(power) if s.name == "gpu:dcgm_reporting:timestamp"][0][0][:2] == ("modelName", "=~")
+    gpu = ("cluster", "Hostname", "gpu", "UUID")
+    for alert, limit in (("GPUThermalThrottling", "gpu:dcgm_limit_gpu_max_operating_temp_c:value"),
+                         ("GPUMemoryOverheat", "gpu:dcgm_limit_memory_max_temp_c:value"),
+                         ("GPUPowerAnomaly", "1.05 * gpu:dcgm_limit_tdp_watts:value")):
+        assert any(j.op == ">=" and j.on == gpu and j.group_left == () and j.rhs == canonical(limit)
+                   for j in joins(rules[alert].expr)), alert
 
 
 def test_the_limit_chain_in_promtool(tmp_path, promtool):

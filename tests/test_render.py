@@ -9,6 +9,7 @@ from rulesgen.model import conventions
 from rulesgen.promql import printer as promql_print, tree as promql_tree
 
 from conftest import ROOT, run_cli
+from treeasserts import joins
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.model.catalog import IDENTITY_GROUPS
@@ -75,11 +76,13 @@ def test_every_alert_carries_the_contract(rendered):
         fm = catalog.failure_mode(labels["failure_mode"])
         if fm.scope == "gpu" and fm.group in IDENTITY_GROUPS:
             # About the GPU: its identity only (the job is named in the annotations), held through gaps.
-            assert "group_left (namespace, pod)" not in a["expr"] and a["keep_firing_for"] == "5m", a["alert"]
+            assert ("namespace", "pod") not in [j.group_left for j in joins(a["expr"])], a["alert"]
+            assert a["keep_firing_for"] == "5m", a["alert"]
             assert "{{ $labels.gpu }}" in ann["summary"] + ann["description"], a["alert"]
         elif fm.scope == "gpu":
             # About a job: the pod on the GPU is joined into every GPU-scope efficiency and job alert.
-            assert "group_left (namespace, pod)" in a["expr"] and "keep_firing_for" not in a, a["alert"]
+            assert ("namespace", "pod") in [j.group_left for j in joins(a["expr"])], a["alert"]
+            assert "keep_firing_for" not in a, a["alert"]
             assert "{{ $labels.gpu }}" in ann["summary"] + ann["description"], a["alert"]
 
 

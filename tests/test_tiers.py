@@ -8,12 +8,14 @@ import pytest
 import yaml
 
 from conftest import ROOT
+from treeasserts import canonical, has, joins, reads
 from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders.rules import build_rules
 from rulesgen.builders.sharded import REMOTE_WRITE, SHARD_PREFIX, build_sharded
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.checks import lint_files
 from rulesgen.model.output import Rule
+from rulesgen.promql import tree
 from rulesgen.promql.tree import names_read
 from rulesgen.render.sharded import allowlist_regex
 from rulesgen.promql.tiers import GLOBAL, LOCAL, PARTIAL, Classifier, classify
@@ -202,11 +204,16 @@ def test_slow_shard_records_mark_their_end_and_the_global_tier_drops_the_mark(sh
     slow = {r.record: (g, r.expr) for f in sharded.shard_files for g in f.groups for r in g.rules
             if r.record and r.record.startswith(SHARD_PREFIX) and intervals[g.name] >= 300}
     assert "shard:GPUBaselineDeviation_1:local" in slow
-    global_text = "\n".join(r.expr for f in sharded.global_files for g in f.groups for r in g.rules)
+    global_exprs = [r.expr for f in sharded.global_files for g in f.groups for r in g.rules]
     for name, (group, expr) in slow.items():
         last = f"last_over_time({name}[{2 * group.interval_seconds // 60}m])"
-        assert expr.endswith(f" or ({last} > -Inf) * 0 - Inf"), name
-        assert global_text.count(name) == global_text.count(f"({last} > -Inf)") > 0, name
+        assert joins(expr)[0].op == "or" and joins(expr)[0].rhs == canonical(f"({last} > -Inf) * 0 - Inf"), name
+        readers = [e for e in global_exprs if reads(e, name)]
+        assert readers, name
+        for e in readers:  # every read of it is that last value, kept while it is above -Inf
+            reads_of = [s for s in tree.selectors(e) if s.name == name]
+            assert {(s.function, s.range) for s in reads_of} == {("last_over_time", 2 * group.interval_seconds)}, name
+            assert has(e, f"{last} > -Inf"), name
 
 
 def test_a_records_read_of_its_own_past_value_keeps_its_tier():
