@@ -89,6 +89,9 @@ class Classifier:
         # nothing to it; here what counts is that they carry its subject, e.g. the host)
         self.labels = lambda name: label_flow.LabelSet(open=True) if name in ALERT_SERIES else records(name)
         self.writers: dict[str, list[int]] = {}
+        # each alert's labels as its ALERTS series carry them, for alert_tier's selector matching
+        self.alert_series = tuple((i, {**dict(r.labels), "alertname": r.alert}) for i, r in enumerate(self.rules) if r.alert)
+        self.carries: dict[tuple[int, frozenset], tuple[Expr, bool]] = {}  # _can_carry's answers
         for i, r in enumerate(self.rules):
             if r.record:
                 self.writers.setdefault(r.record, []).append(i)
@@ -118,20 +121,22 @@ class Classifier:
         one) whose series cannot carry them cannot match, so it does not count."""
         s = selector_from(vs)
         found = Tier(LOCAL, "reads ALERTS of local alerts only", _shown(vs))
-        for i, r in enumerate(self.rules):
-            if not (r.alert and s.may_select({**dict(r.labels), "alertname": r.alert})):
-                continue
+        for i, series in self.alert_series:
             t = self.tiers[i]
-            exprs = self.halves[i][1] if i in self.halves else (as_tree(r.expr),)
+            if _RANK[t.tier] <= _RANK[found.tier] or not s.may_select(series):
+                continue
+            exprs = self.halves[i][1] if i in self.halves else (as_tree(self.rules[i].expr),)
             if required and not any(self._can_carry(e, required) for e in exprs):
                 continue
-            if _RANK[t.tier] > _RANK[found.tier]:
-                found = Tier(GLOBAL, f"reads ALERTS of {r.alert}, a {t.tier} alert", _shown(vs))
+            found = Tier(GLOBAL, f"reads ALERTS of {self.rules[i].alert}, a {t.tier} alert", _shown(vs))
         return found
 
     def _can_carry(self, e: Expr, labels: frozenset) -> bool:
-        carried = label_flow.output_labels(e, self.labels)
-        return carried.open or bool(carried.known & labels)
+        key = (id(e), labels)
+        if key not in self.carries:  # the node is kept with its answer, so that its id is never reused
+            carried = label_flow.output_labels(e, self.labels)
+            self.carries[key] = (e, carried.open or bool(carried.known & labels))
+        return self.carries[key][1]
 
     # -- the walk -------------------------------------------------------------------------------------
 
