@@ -20,7 +20,8 @@ def fresh_main(monkeypatch):
 def test_module_run_prints_the_version(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["rulesgen", "--version"])
     with pytest.raises(SystemExit) as info:
-        import rulesgen.cli.__main__  # noqa: F401
+        from rulesgen.cli import __main__
+        pytest.fail(f"{__main__.__name__} returned instead of exiting")
     assert info.value.code == 0
     assert capsys.readouterr().out == f"rulesgen {version()}\n"
 
@@ -28,5 +29,6 @@ def test_module_run_prints_the_version(monkeypatch, capsys):
 def test_module_run_reads_the_arguments(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["rulesgen", "no-such-command"])
     with pytest.raises(SystemExit) as info:
-        import rulesgen.cli.__main__  # noqa: F401
+        from rulesgen.cli import __main__
+        pytest.fail(f"{__main__.__name__} returned instead of exiting")
     assert info.value.code == 2 and "No such command 'no-such-command'" in capsys.readouterr().err
