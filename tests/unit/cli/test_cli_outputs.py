@@ -1,6 +1,6 @@
 """rulesgen/cli/outputs.py in-process (click's CliRunner) on conftest's one-mode catalog, on a machine with
-no engine: find_tool finds nothing, and where a command would run promtool (test) or call Grafana (push)
-that function is replaced by a fake that records what the command hands it."""
+no engine (find_tool finds nothing) but for `test`, which runs the real promtool; where push would call
+Grafana (which cannot run here) that function is replaced by a fake that records what the command hands it."""
 import json
 import sys
 from pathlib import Path
@@ -96,20 +96,20 @@ def test_a_lock_for_another_version_fails_check_and_render_updates_it(catalog, t
     assert lock.pinned(tmp_path / "out") == (name, version) and outputs.lock_mismatch(tmp_path / "out") is None
 
 
-def test_test_runs_the_scenario_tests_from_a_scratch_folder_when_they_are_not_outputs(catalog, tmp_path, monkeypatch):
+def test_test_runs_the_scenario_tests_from_a_scratch_folder_when_they_are_not_outputs(minimal_catalog, promtool,
+                                                                                       tmp_path, monkeypatch):
+    """With the real promtool: the scenario's unit test passes, and nothing is written where outputs go."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(SCENARIO)
     (tmp_path / "rulesgen.yaml").write_text("outputs:\n  scenario_tests: false\n")
-    seen = []
-
-    def fake_promtool(files):
-        seen.append([(f.relative_to(f.parents[2]).as_posix(), yaml.safe_load(f.read_text())["rule_files"]) for f in files])
-        return 1, "FAILED: hot-gpu-one\n"
-    monkeypatch.setattr(outputs, "run_promtool_test", fake_promtool)
-    result = run(outputs.test, "--catalog", catalog, "--scenarios", "scenarios", "--out", "out")
-    assert (result.exit_code, result.stdout) == (1, "FAILED: hot-gpu-one\n")
-    [[(path, rule_files)]] = seen
-    assert path == "tests/promtool/hot-gpu-one.yaml" and "../../alerts/prometheus/health.yaml" in rule_files
+    result = run(outputs.test, "--catalog", str(minimal_catalog), "--scenarios", "scenarios", "--out", "out")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout and not (tmp_path / "out").exists()
+    broken = SCENARIO.replace("values: '90x30'", "values: '40x30'")  # never hot: the expected alert is missing
+    (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(broken)
+    failed = run(outputs.test, "--catalog", str(minimal_catalog), "--scenarios", "scenarios", "--out", "out")
+    assert failed.exit_code == 1 and "FAILED" in failed.stdout and "got: nil" in failed.stdout
     assert not (tmp_path / "out").exists()
 
 
