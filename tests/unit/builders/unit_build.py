@@ -40,3 +40,20 @@ def bundled() -> Built:
         return Built(catalog, settings, resolved, rules, Context.of(catalog, settings, rules, resolved))
     finally:
         subprocess.Popen.__init__ = start
+
+
+# Grafana's variables, a value each, so that a dashboard query parses as PromQL (as tests/test_dashboards.py does)
+GRAFANA_VARIABLES = (("$__rate_interval", "5m"), ("$__interval", "1m"), ("$__range_s", "3600"), ("$__range", "1h"))
+
+
+def grafana_free(expr: str) -> str:
+    for variable, value in GRAFANA_VARIABLES:
+        expr = expr.replace(variable, value)
+    return expr
+
+
+def with_context(built: Built, catalog: Catalog | None = None, settings: Settings | None = None) -> Context:
+    """The dashboards' Context of another catalog or settings (the rules rebuilt for them)."""
+    catalog, settings = catalog or built.catalog, settings or built.settings
+    resolved = resolve(catalog, settings)
+    return Context.of(catalog, settings, build_rules(catalog, settings, resolved), resolved)
