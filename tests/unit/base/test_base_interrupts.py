@@ -1,0 +1,72 @@
+"""rulesgen/interrupts.py in-process: SIGTERM unwinds like Ctrl-C, and deferred() holds both back until its block
+ends (tests/test_interrupts.py interrupts real renders in a subprocess)."""
+import os
+import signal
+import threading
+
+import pytest
+
+from rulesgen.interrupts import EXIT_CODES, Terminated, deferred, install, signal_of
+
+
+@pytest.fixture
+def sigterm_restored():
+    old = signal.getsignal(signal.SIGTERM)
+    yield
+    signal.signal(signal.SIGTERM, old)
+
+
+def test_exit_codes_are_128_plus_the_signal():
+    assert EXIT_CODES == {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+def test_which_signal_an_interrupt_was():
+    assert signal_of(Terminated()) == signal.SIGTERM
+    assert signal_of(KeyboardInterrupt()) == signal.SIGINT
+    assert issubclass(Terminated, KeyboardInterrupt)  # every `except KeyboardInterrupt` / finally sees it
+
+
+def test_install_makes_sigterm_raise_terminated(sigterm_restored):
+    install()
+    cleaned = []
+    with pytest.raises(Terminated):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            cleaned.append(True)
+    assert cleaned == [True]
+
+
+def test_install_outside_the_main_thread_leaves_the_handler(sigterm_restored):
+    before = signal.getsignal(signal.SIGTERM)
+    thread = threading.Thread(target=install)
+    thread.start()
+    thread.join()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_deferred_runs_the_block_to_its_end_then_raises(sigterm_restored):
+    install()
+    steps = []
+    with pytest.raises(Terminated):
+        with deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            steps.append("after the signal")  # still runs: the signal is blocked
+            steps.append("end of block")
+    assert steps == ["after the signal", "end of block"]
+
+
+def test_deferred_delivers_sigint_as_keyboard_interrupt_after_the_block():
+    steps = []
+    with pytest.raises(KeyboardInterrupt) as info:
+        with deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            steps.append("done")
+    assert steps == ["done"] and not isinstance(info.value, Terminated)
+
+
+def test_deferred_restores_the_signal_mask():
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with deferred():
+        assert {signal.SIGINT, signal.SIGTERM} <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
