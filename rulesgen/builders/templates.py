@@ -1,7 +1,8 @@
 """Fill the catalog's expression and annotation templates ([[ ]] placeholders).
 
 Jinja2 runs sandboxed with StrictUndefined: a typo such as [[ t.trheshold ]] or [[ m.DCGM_FI_NOPE ]]
-is an error naming the catalog line, never an empty string in a rule.
+is an error naming the catalog line, never an empty string in a rule. A threshold renders as its placeholder
+(model/thresholds.py): `render` keeps each threshold's place, and its `.filled()` is the text a rule writes.
 """
 from __future__ import annotations
 
