@@ -15,7 +15,7 @@ from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.errors import Collector, Where
 from rulesgen.load import jobmetrics, template_syntax
 from rulesgen.load.template_syntax import WindowRange
-from rulesgen.model.thresholds import Marked, ThresholdValue, numeric
+from rulesgen.model.thresholds import PLACEHOLDER_PREFIX, Marked, ThresholdValue, numeric
 from rulesgen.promql import tree as promql_tree
 
 # What job_signal_records found for the bundled catalog when it rendered every signal a second time.
@@ -137,3 +137,9 @@ def test_job_signal_records_read_build_rules_renderings(bundled, tmp_path):
     config.write_text("job_metrics: {enabled: false}\n")
     _, _, without = _built(config)
     assert not {r.record for r in without.rules if r.record} & BUNDLED_JOB_RECORDS
+
+
+def test_no_placeholder_reaches_a_written_rule(bundled, overridden):
+    for _, _, rules in (bundled, overridden):
+        for r in rules.rules:
+            assert all(PLACEHOLDER_PREFIX not in text for text in (r.expr, *dict(r.annotations).values())), r.record or r.alert
