@@ -1,8 +1,10 @@
 """Catalog + Settings -> recording and alerting rule groups (pure; errors carry catalog positions)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..catalog.common import METRIC_PREFIXES
-from ..errors import Collector
+from ..errors import Collector, Diagnostic
 from ..load import jobmetrics, template_syntax
 from ..load.mapping import did_you_mean
 from ..load.resolved import ModeView, Resolved, resolve
@@ -11,6 +13,7 @@ from ..load.yamlsource import where_in
 from ..model import conventions
 from ..model.catalog import BASELINE_MODE, BASELINE_THRESHOLDS, IDENTITY_GROUPS, Catalog, FailureMode
 from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
+from ..model.thresholds import Marked
 from ..promql import graph as rule_graph
 from ..promql import printer as promql_print
 from ..promql import text as promql
@@ -39,16 +42,18 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
 
     recording: list[Rule] = []
     limit_keys = _used_limit_keys(catalog)
-    # Without job metrics (job_metrics.enabled: false) the records that read them are not rendered.
-    skipped = set() if settings.job_metrics.enabled else job_signal_records(catalog, settings, resolved)
+    signals = {s.record: _rendered_signal(s, base) for s in catalog.signals}
+    # Without job metrics (job_metrics.enabled: false) the records that read them are not written.
+    skipped = set() if settings.job_metrics.enabled else job_signal_records(catalog, {r: m.filled() for r, (m, _) in signals.items()})
     for signal in catalog.signals:
         if signal.record in skipped:
             continue
-        reported = len(errors.items)
-        expr = template_syntax.render(signal.expr, base, signal.where, errors, f"signal {signal.record}")
+        marked, problems = signals[signal.record]
+        errors.items += problems
+        expr = marked.filled()
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
-                    required=len(errors.items) == reported, body=(signal.body, signal.expr))
-        recording.append(Rule(record=signal.record, expr=expr, source=signal.where))
+                    required=not problems, body=(signal.body, signal.expr))
+        recording.append(Rule(record=signal.record, expr=expr, source=signal.where, template_expr=marked))
         if signal.record == catalog.named("reporting"):  # the model limits are written on it
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
             recording.extend(_gpu_limit_rules(catalog, settings, base))
@@ -71,12 +76,14 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
             baseline_recording, baseline_slow = _baseline_recording(catalog, settings, base, context, errors, recorded,
                                                                     known_metrics)
             context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"])}
-        workload_from = template_syntax.render(fm.workload_from, context, fm.where, errors, f"failure mode {fm.id} workload_from")
+        workload_from = templates.render(fm.workload_from, context, fm.where, errors,
+                                         f"failure mode {fm.id} workload_from").filled()
         _check_expr(workload_from, fm.where, errors, f"failure mode {fm.id} workload_from", recorded, known_metrics)
         for spec in fm.alerts:
             what = f"failure mode {fm.id} ({spec.severity})"
             reported = len(errors.items)
-            expr = template_syntax.render(spec.expr, context, spec.where, errors, what)
+            marked = templates.render(spec.expr, context, spec.where, errors, what)
+            expr = marked.filled()
             severity = view.severity(spec.severity)
             covering = _cover_conditions(fm, severity, catalog, settings, resolved)
             expr = _unless_covered(expr, covering)
@@ -86,10 +93,10 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
                                             ("severity", "failure_mode", "action", *dict(settings.extra_labels)))
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported,
                         body=(spec.body, spec.expr))
-            summary = template_syntax.render(spec.summary, context, spec.where, errors, what + " summary")
-            description = template_syntax.render(spec.description, context, spec.where, errors, what + " description")
+            summary = templates.render(spec.summary, context, spec.where, errors, what + " summary").filled()
+            description = templates.render(spec.description, context, spec.where, errors, what + " description").filled()
             alert_groups.setdefault(fm.group, []).append(
-                _alert_rule(view, spec, expr, summary, description, workload_from, settings))
+                replace(_alert_rule(view, spec, expr, summary, description, workload_from, settings), template_expr=marked))
 
     errors.raise_if_any()
     alert_rules = [r for rules in alert_groups.values() for r in rules]
@@ -126,25 +133,28 @@ def _baseline_recording(catalog, settings, base, context, errors, recorded, know
                                                              f'signal="{signal}"')}
 
     def render(template, where):
-        expr = template_syntax.render(template, values, where, errors, "baseline value")
-        _check_expr(expr, where, errors, "baseline value", recorded, known_metrics)
-        return expr
-    return baselines.recording_rules(catalog, settings, render, context["t"])
+        expr = templates.render(template, values, where, errors, "baseline value")
+        _check_expr(expr.filled(), where, errors, "baseline value", recorded, known_metrics)
+        return expr.text
+
+    def filled(rule: Rule) -> Rule:  # the builder wrote the thresholds of `t` at their places
+        marked = templates.marked(rule.expr, base)
+        return replace(rule, expr=marked.filled(), template_expr=marked)
+    fast, slow = baselines.recording_rules(catalog, settings, render, context["t"])
+    return [filled(r) for r in fast], tuple(replace(g, rules=tuple(map(filled, g.rules))) for g in slow)
 
 
-def job_signal_records(catalog: Catalog, settings: Settings, resolved: Resolved | None = None) -> set[str]:
-    """The catalog's recording rules that read the training jobs' own metrics, directly (their template
-    uses `jm`) or through another such record (read from the rendered expression's syntax tree)."""
-    base = templates.base_context(catalog, settings, resolved)
+def _rendered_signal(signal, base: dict) -> tuple[Marked, list[Diagnostic]]:
+    """A signal's expression, rendered once, and its template's problems (reported when the signal is written)."""
+    problems = Collector()
+    return templates.render(signal.expr, base, signal.where, problems, f"signal {signal.record}"), problems.items
+
+
+def job_signal_records(catalog: Catalog, expressions: dict[str, str]) -> set[str]:
+    """The catalog's recording rules that read the training jobs' own metrics, directly (their template uses
+    `jm`) or through another such record (`expressions`: record -> its expression as build_rules renders it)."""
     direct = {s.record for s in catalog.signals if template_syntax.attributes_used(s.expr, "jm")}
-    reads = {}
-    for s in catalog.signals:
-        expr = template_syntax.render(s.expr, base, s.where, Collector(), s.record)
-        try:
-            reads[s.record] = promql_tree.recorded_names(expr) if expr else ()
-        except promql_tree.PromQLSyntaxError:
-            reads[s.record] = ()  # build_rules reports it
-    return jobmetrics.job_signal_records(direct, reads)
+    return jobmetrics.job_signal_records(direct, {s.record: expressions.get(s.record, "") for s in catalog.signals})
 
 
 def _needed_records(recording: list[Rule], alert_rules: list[Rule]) -> set[str]:
@@ -385,6 +395,3 @@ def _check_expr(expr, where, errors: Collector, what, recorded, known_metrics, r
     exporter = {n for n in promql_tree.metric_names(expr) if n.startswith(METRIC_PREFIXES)}
     for name in sorted(exporter - known_metrics):
         errors.add(where_in(where, *body, name), "unknown-metric", f"{what}: unknown metric {name!r}{did_you_mean(name, known_metrics)}")
-
-
-

@@ -1,25 +1,28 @@
 """Fill the catalog's expression and annotation templates ([[ ]] placeholders).
 
 Jinja2 runs sandboxed with StrictUndefined: a typo such as [[ t.trheshold ]] or [[ m.DCGM_FI_NOPE ]]
-is an error naming the catalog line, never an empty string in a rule.
+is an error naming the catalog line, never an empty string in a rule. A threshold renders as its placeholder
+(model/thresholds.py): `render` keeps each threshold's place, and its `.filled()` is the text a rule writes.
 """
 from __future__ import annotations
 
 from ..durations import format_duration
-from ..load import jobmetrics
+from ..errors import Collector, Where
+from ..load import jobmetrics, template_syntax
 from ..load.mapping import did_you_mean
 from ..load.resolved import ModeView, Resolved, resolve
 from ..load.settings import Settings
 from ..load.template_syntax import WindowRange
 from ..model import conventions
 from ..model.catalog import HEALTH_CLASSES, XID_CLASSES, Catalog
+from ..model.thresholds import Marked, ThresholdValue, numeric
 from ..promql import text as promql
 from . import metric_selectors
 
 
 def _length(window) -> str:
     """A macro's window argument as a PromQL duration: a named window ([[ rate("X", w.NAME) ]]) or a literal "5m"."""
-    return window if isinstance(window, str) else format_duration(int(float(window)))
+    return window if isinstance(window, str) else format_duration(int(numeric(window)))
 
 
 class _Lookup(dict):
@@ -169,16 +172,28 @@ def base_context(catalog: Catalog, settings: Settings, resolved: Resolved | None
         # The DCGM fields a failure mode is about (its `metrics:`), for modes that watch other modes' input.
         "fields_of": lambda fm_id: list(catalog.failure_mode(fm_id).metrics),
         # Every failure mode's thresholds (with rulesgen.yaml overrides), for expressions shared by modes.
-        "thresholds": _Lookup("failure mode", {m.fm.id: _Lookup(f"threshold of {m.fm.id}", _threshold_texts(m))
+        "thresholds": _Lookup("failure mode", {m.fm.id: _Lookup(f"threshold of {m.fm.id}", mode_thresholds(m))
                                                for m in resolved.modes}),
     }
 
 
-def _threshold_texts(view: ModeView) -> dict[str, str]:
-    return {name: promql.format_number(value) for name, value in view.values().items()}
+def mode_thresholds(view: ModeView) -> dict[str, ThresholdValue]:
+    """A failure mode's thresholds as templates read them: each renders as its placeholder (Marked.filled
+    writes the value), so a rendering keeps which number is which threshold."""
+    return {name: ThresholdValue(view.fm.id, name, float(value)) for name, value in view.values().items()}
+
+
+def marked(text: str, context: dict) -> Marked:
+    """Text rendered from `context` (a template, or code given its thresholds), each threshold at its place."""
+    return Marked.of(text, [t for mode in context["thresholds"].values() for t in mode.values()])
+
+
+def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> Marked:
+    """A catalog template rendered (once): Marked.filled is the text a rule writes."""
+    return marked(template_syntax.render(template, context, where, errors, what), context)
 
 
 def mode_context(base: dict, view: ModeView) -> dict:
     fm = view.fm
-    return {**base, "t": _Lookup(f"threshold of {fm.id}", _threshold_texts(view)),
+    return {**base, "t": base["thresholds"][fm.id],
             "w": _Lookup(f"window of {fm.id}", {w.name: WindowRange(w.seconds) for w in fm.windows})}

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 from ..durations import format_duration
 from ..errors import Collector
+from ..model.thresholds import numeric
 from ..promql.text import selector_problems
+from ..promql.tree import PromQLSyntaxError, recorded_names
 from .mapping import Fields
 
 DEFAULT_LOSS = "training_loss"
@@ -118,25 +120,19 @@ def context(settings) -> dict:
         return f"[{duration(seconds, factor)}]"
 
     def duration(seconds, factor=1) -> str:
-        """A threshold in seconds (times factor) as a PromQL duration (1h); a non-number (the
-        dashboards' threshold markers) as that text in seconds."""
-        value = _number(seconds)
-        return format_duration(int(value * factor)) if value is not None else f"{seconds}s"
+        """A threshold in seconds (times factor) as a PromQL duration (1h)."""
+        return format_duration(int(numeric(seconds) * factor))
 
     def evaluations(seconds) -> str:
         """How many evaluations a window holds at evaluation_interval, less two for a missed one."""
-        value = _number(seconds)
-        return str(max(1, int(value) // settings.evaluation_interval - 2)) if value is not None else "1"
+        return str(max(1, int(numeric(seconds)) // settings.evaluation_interval - 2))
 
     def samples(seconds, share) -> str:
         """The fewest samples a recorded per-evaluation series must hold in a window of `seconds` for a
         statistic over it to count: `share` of what the window can hold (one sample per evaluation, and a
         gauge changes at most once per scrape), at least 3 (never one sample, never an average of two)."""
-        value, fraction = _number(seconds), _number(share)
-        if value is None or fraction is None:
-            return "3"
-        most = int(value) // max(settings.scrape_interval, settings.evaluation_interval)
-        return str(max(3, math.ceil(most * fraction - 1e-9)))
+        most = int(numeric(seconds)) // max(settings.scrape_interval, settings.evaluation_interval)
+        return str(max(3, math.ceil(most * numeric(share) - 1e-9)))
 
     return {
         "samples": samples,
@@ -153,16 +149,10 @@ def context(settings) -> dict:
     }
 
 
-def _number(text) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def job_signal_records(direct: set[str], reads: dict[str, tuple[str, ...]]) -> set[str]:
+def job_signal_records(direct: set[str], expressions: dict[str, str]) -> set[str]:
     """Recording rules that read the job metrics: `direct` (their templates use `jm`), and every record
-    that reads one of them, transitively (`reads`: record -> the records its rendered expression reads)."""
+    that reads one of them, transitively (`expressions`: record -> its rendered expression)."""
+    reads = {name: _records_read(expr) for name, expr in expressions.items()}
     found = set(direct)
     changed = True
     while changed:
@@ -172,6 +162,14 @@ def job_signal_records(direct: set[str], reads: dict[str, tuple[str, ...]]) -> s
                 found.add(name)
                 changed = True
     return found
+
+
+def _records_read(expr: str) -> tuple[str, ...]:
+    """The recording rules an expression reads, from its syntax tree."""
+    try:
+        return recorded_names(expr) if expr else ()
+    except PromQLSyntaxError:
+        return ()  # build_rules reports it
 
 
 _EXPOSED = re.compile(r"^(?:#\s*(?:TYPE|HELP)\s+)?([a-zA-Z_:][a-zA-Z0-9_:]*)", re.M)

@@ -10,6 +10,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..durations import format_duration
 from ..errors import Collector, Where
+from ..model.thresholds import numeric
 
 _ENV = SandboxedEnvironment(
     variable_start_string="[[", variable_end_string="]]",
@@ -22,15 +23,14 @@ _ENV = SandboxedEnvironment(
 def _window(seconds) -> str:
     """A threshold in seconds as a PromQL range, `[[ t.window | window ]]` -> [1d] (a bare `[[[` would read
     as a template list)."""
-    # the dashboards' threshold marker (a comparison's place) carries its value: a range is no comparison
-    value = float(getattr(seconds, "threshold_value", seconds))
+    value = numeric(seconds)
     if value <= 0 or value != int(value):
-        raise KeyError(f"window of {seconds!r} s: a range needs a positive whole number of seconds")
+        raise KeyError(f"window of {value:g} s: a range needs a positive whole number of seconds")
     return f"[{format_duration(int(value))}]"
 
 
 _ENV.filters["window"] = _window
-_ENV.filters["duration"] = lambda seconds: format_duration(int(float(getattr(seconds, "threshold_value", seconds))))  # 86400 -> 1d, for annotations
+_ENV.filters["duration"] = lambda seconds: format_duration(int(numeric(seconds)))  # 86400 -> 1d, for annotations
 
 
 class WindowRange:

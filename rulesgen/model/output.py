@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from ..errors import Where
 from ..promql import tree as promql_tree
 from .catalog import FailureMode, HealthTable
+from .thresholds import Marked
 
 if TYPE_CHECKING:
     from grafanalib.core import Dashboard as GrafanaDashboard
@@ -28,6 +29,9 @@ class Rule:
     annotations: tuple[tuple[str, str], ...] = ()
     failure_mode: str | None = None
     source: Where | None = field(default=None, compare=False)  # catalog position it was built from
+    # The catalog template's rendering it was built from, each threshold still at its place: which comparison
+    # is against which threshold (an alert's before build_rules wraps it: covers, silences, the job's labels).
+    template_expr: Marked | None = field(default=None, compare=False)
 
     @property
     def tree(self) -> promql_tree.Expr:

@@ -1,6 +1,6 @@
 """PromQL syntax trees printed back as text on one line, in the style the builders write
 (`name{a="b", c=~"d"}`, `sum by (a, b) (x)`, `x * on (a) group_left () y`), with selectors replaced on
-the way: dashboard queries with their variables' matchers, a threshold's value in place of its marker,
+the way: dashboard queries with their variables' matchers, a threshold's value in place of its placeholder,
 recording rules inlined for backfill."""
 from __future__ import annotations
 
