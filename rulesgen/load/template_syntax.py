@@ -3,6 +3,8 @@ a typo is an error, never an empty string), its filters and named windows, rende
 catalog line, and what a template reads (the catalog loader checks those names at load)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import jinja2
 import jinja2.meta
 from jinja2 import nodes
@@ -47,9 +49,14 @@ class WindowRange:
         return float(self.seconds)
 
 
+# A catalog's templates are compiled (and parsed, for what they read) once per process, however many
+# configurations or failure modes render them: compiling is most of a render's template cost.
+_compiled = lru_cache(maxsize=4096)(_ENV.from_string)
+
+
 def render(template: str, context: dict, where: Where, errors: Collector, what: str) -> str:
     try:
-        return _ENV.from_string(template).render(**context).strip()
+        return _compiled(template).render(**context).strip()
     except jinja2.TemplateSyntaxError as exc:
         errors.add(Where(where.path, where.line + max(exc.lineno - 1, 0), where.col), "template-syntax", f"{what}: {exc.message}")
     except (jinja2.UndefinedError, KeyError, AttributeError) as exc:
@@ -60,7 +67,9 @@ def render(template: str, context: dict, where: Where, errors: Collector, what: 
     return ""
 
 
+@lru_cache(maxsize=4096)
 def _syntax_tree(template: str) -> nodes.Template | None:
+    """The template's syntax tree (shared: callers only read it)."""
     try:
         return _ENV.parse(template)
     except jinja2.TemplateSyntaxError:
