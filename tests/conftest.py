@@ -304,6 +304,22 @@ models:
 """,
 }
 
+# A scenario for MINIMAL_CATALOG: one GPU runs hot for 30 minutes, and hot_gpu is expected on it.
+HOT_GPU_SCENARIO = """\
+name: hot-gpu-one
+description: one GPU runs hot
+interval: 1m
+duration: 30m
+series:
+  - series: 'DCGM_FI_DEV_GPU_TEMP{job="dcgm-exporter", instance="n1:9400", Hostname="n1", gpu="0", UUID="GPU-0", modelName="NVIDIA H100"}'
+    values: '90x30'
+expect:
+  - failure_mode: hot_gpu
+    labels: {Hostname: n1, gpu: "0"}
+    after: 0s
+    within: 10m
+"""
+
 
 @pytest.fixture
 def minimal_catalog(tmp_path):

@@ -10,27 +10,13 @@ import promql_parser as pp
 from rulesgen.promql import printer, tree
 
 
-def _matching(e) -> str:
-    m = e.modifier
-    if m is None:
-        return ""
-    out = " bool" if m.return_bool else ""
-    if m.matching is not None:
-        kind = "on" if m.matching.type == pp.LabelModifierType.Include else "ignoring"
-        out += f" {kind} ({', '.join(m.matching.labels)})"
-    if m.card in (pp.VectorMatchCardinality.ManyToOne, pp.VectorMatchCardinality.OneToMany):
-        side = "group_left" if m.card == pp.VectorMatchCardinality.ManyToOne else "group_right"
-        out += f" {side} ({', '.join(m.group_labels or ())})"
-    return out
-
-
 def canonical(expr) -> str:
     """One text per tree: written parentheses dropped, every binary operation bracketed."""
     def node(e, fmt):
         if isinstance(e, pp.ParenExpr):
             return fmt(e.expr)
         if isinstance(e, pp.BinaryExpr):
-            return f"({fmt(e.lhs)} {e.op}{_matching(e)} {fmt(e.rhs)})"
+            return f"({fmt(e.lhs)} {e.op}{printer.bin_modifier(e)} {fmt(e.rhs)})"
         return None
     return printer.to_text(tree.as_tree(expr), node=node)
 

@@ -51,7 +51,8 @@ def _labels(labels: Sequence[str]) -> str:
     return f"({', '.join(labels)})"
 
 
-def _bin_modifier(e) -> str:
+def bin_modifier(e) -> str:
+    """A binary operation's modifier as written between its operator and its right side: ` bool on (a) group_left (b)`."""
     m = e.modifier
     if m is None:
         return ""
@@ -98,7 +99,7 @@ def to_text(expr: Expr | str, replace: Replace | None = None,
             kind = "by" if e.modifier.type == pp.AggModifierType.By else "without"
             return f"{e.op} {kind} {_labels(e.modifier.labels)} ({args})"
         if isinstance(e, pp.BinaryExpr):
-            return f"{fmt(e.lhs)} {e.op}{_bin_modifier(e)} {fmt(e.rhs)}"
+            return f"{fmt(e.lhs)} {e.op}{bin_modifier(e)} {fmt(e.rhs)}"
         if isinstance(e, pp.SubqueryExpr):
             step = f":{_duration(seconds(e.step))}" if e.step is not None else ":"
             offset = f" offset {_duration(seconds(e.offset))}" if e.offset is not None else ""

@@ -5,23 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import HOT_GPU_SCENARIO
 from rulesgen.artifacts import plan
 from rulesgen.cli.lineage import alert_path, shown_path
 
-SCENARIO = """\
-name: hot-gpu-one
-description: one GPU runs hot
-interval: 1m
-duration: 30m
-series:
-  - series: 'DCGM_FI_DEV_GPU_TEMP{job="dcgm-exporter", instance="n1:9400", Hostname="n1", gpu="0", UUID="GPU-0", modelName="NVIDIA H100"}'
-    values: '90x30'
-expect:
-  - failure_mode: hot_gpu
-    labels: {Hostname: n1, gpu: "0"}
-    after: 0s
-    within: 10m
-"""
 WRAPPERS = "outputs:\n  prometheus_rule: {enabled: true}\n  vmrule: {enabled: true}\n"
 
 
@@ -49,7 +36,7 @@ def test_the_path_from_catalog_line_to_runbook(minimal_catalog, here):
 
 def test_wrappers_the_vmalert_copy_and_the_tests_expecting_it(minimal_catalog, here):
     (here / "scenarios").mkdir()
-    (here / "scenarios" / "hot-gpu-one.yaml").write_text(SCENARIO)
+    (here / "scenarios" / "hot-gpu-one.yaml").write_text(HOT_GPU_SCENARIO)
     (here / "rulesgen.yaml").write_text(WRAPPERS)
     lines = alert_path(plan(minimal_catalog, Path("rulesgen.yaml"), Path("scenarios"), scenario_tests=True), "hot_gpu")
     [also] = [line for line in lines if line.startswith("       also in ")]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from conftest import HOT_GPU_SCENARIO
 from rulesgen import lock, processes
 from rulesgen.cli import outputs
 from rulesgen.engines import push as push_module
@@ -17,20 +18,6 @@ from rulesgen.engines.push import Pushed
 from rulesgen.model.conventions import folder_uid
 from rulesgen.promql.tree import comparisons, names_read, number
 
-SCENARIO = """\
-name: hot-gpu-one
-description: one GPU runs hot
-interval: 1m
-duration: 30m
-series:
-  - series: 'DCGM_FI_DEV_GPU_TEMP{job="dcgm-exporter", instance="n1:9400", Hostname="n1", gpu="0", UUID="GPU-0", modelName="NVIDIA H100"}'
-    values: '90x30'
-expect:
-  - failure_mode: hot_gpu
-    labels: {Hostname: n1, gpu: "0"}
-    after: 0s
-    within: 10m
-"""
 
 
 @pytest.fixture
@@ -101,12 +88,12 @@ def test_test_runs_the_scenario_tests_from_a_scratch_folder_when_they_are_not_ou
     """With the real promtool: the scenario's unit test passes, and nothing is written where outputs go."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(SCENARIO)
+    (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(HOT_GPU_SCENARIO)
     (tmp_path / "rulesgen.yaml").write_text("outputs:\n  scenario_tests: false\n")
     result = run(outputs.test, "--catalog", str(minimal_catalog), "--scenarios", "scenarios", "--out", "out")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout and not (tmp_path / "out").exists()
-    broken = SCENARIO.replace("values: '90x30'", "values: '40x30'")  # never hot: the expected alert is missing
+    broken = HOT_GPU_SCENARIO.replace("values: '90x30'", "values: '40x30'")  # never hot: the expected alert is missing
     (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(broken)
     failed = run(outputs.test, "--catalog", str(minimal_catalog), "--scenarios", "scenarios", "--out", "out")
     assert failed.exit_code == 1 and "FAILED" in failed.stdout and "got: nil" in failed.stdout
@@ -115,7 +102,7 @@ def test_test_runs_the_scenario_tests_from_a_scratch_folder_when_they_are_not_ou
 
 def test_test_without_promtool_says_so(catalog, tmp_path):
     (tmp_path / "scenarios").mkdir()
-    (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(SCENARIO)
+    (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(HOT_GPU_SCENARIO)
     result = run(outputs.test, "--catalog", catalog, "--defaults", "--scenarios", "scenarios", "--out", "out")
     assert result.exit_code == 1 and "error: promtool not found" in result.stderr
     assert (tmp_path / "out/tests/promtool/hot-gpu-one.yaml").is_file()  # outputs.scenario_tests defaults on
