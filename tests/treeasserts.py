@@ -61,8 +61,10 @@ def joins(expr) -> list[Join]:
         if isinstance(e, pp.BinaryExpr):
             m = e.modifier
             matching = m.matching if m is not None else None
-            on = tuple(matching.labels) if matching is not None and matching.type == pp.LabelModifierType.Include else None
-            left = tuple(m.group_labels or ()) if m is not None and m.card == pp.VectorMatchCardinality.ManyToOne else None
+            include = matching is not None and matching.type == pp.LabelModifierType.Include
+            on = tuple(matching.labels) if include else None
+            many_to_one = m is not None and m.card == pp.VectorMatchCardinality.ManyToOne
+            left = tuple(m.group_labels or ()) if many_to_one else None
             out.append(Join(str(e.op), on, left, canonical(e.lhs), canonical(e.rhs)))
     return out
 

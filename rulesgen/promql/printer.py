@@ -52,7 +52,8 @@ def _labels(labels: Sequence[str]) -> str:
 
 
 def bin_modifier(e) -> str:
-    """A binary operation's modifier as written between its operator and its right side: ` bool on (a) group_left (b)`."""
+    """A binary operation's modifier as written between its operator and its right side:
+    ` bool on (a) group_left (b)`."""
     m = e.modifier
     if m is None:
         return ""
