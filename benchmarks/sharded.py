@@ -4,19 +4,16 @@ dcgm-exporter fleet of benchmarks/fleet.py, against one reference server, measur
 - N GPUs on N/8 nodes, one exporter target per node, each on a port of its own on 127.0.0.1 (so
   __address__ differs per node, as in a real fleet); the last --fine-hours of every field ingested into
   each Prometheus as blocks (promtool), then live scrapes.
-- Two Prometheus shards, each scraping its `hashmod` half of the node targets (modulus 2 on __address__,
-  the Prometheus Operator's relabelling), each with alerts/sharded/shard/*.yaml and the external label,
-  write_relabel_configs allowlist and alert relabelling of alerts/sharded/remote-write.yaml,
-  remote-writing to one victoria-metrics; vmalert evaluating alerts/sharded/global/*.yaml against it (the
-  global tier); a reference Prometheus scraping every node with alerts/prometheus/*.yaml. Optionally
-  (--vmalert-shard) shard 0 once more as vmalert over a victoria-metrics of its own, for the shard
-  groups' cost on vmalert.
-- One fault injected at the start of the live phase (a DBE on one GPU); at the end the firing alerts of
-  the reference must equal those of the shards plus the global tier.
-- Then each group's cost per GPU is extrapolated to --target-gpus on --target-shards shards.
+- Two Prometheus shards, each scraping its `hashmod` half of the node targets (modulus 2 on __address__),
+  with alerts/sharded/shard/*.yaml and alerts/sharded/remote-write.yaml, remote-writing to one
+  victoria-metrics; vmalert evaluating alerts/sharded/global/*.yaml against it (the global tier); a
+  reference Prometheus scraping every node with alerts/prometheus/*.yaml. Optionally (--vmalert-shard)
+  shard 0 once more as vmalert over a victoria-metrics of its own, for the shard groups' cost on vmalert.
+- One fault (a DBE on one GPU) at the start of the live phase: at the end the reference's firing alerts
+  must equal the shards' plus the global tier's. Each group's cost per GPU is then extrapolated to
+  --target-gpus on --target-shards shards.
 
-Run: .venv/bin/python benchmarks/sharded.py [--gpus 800]   (see --help; writes
-benchmarks/results/sharded-<N>.md)
+Run: .venv/bin/python benchmarks/sharded.py [--gpus 800]   (see --help; writes benchmarks/results/sharded-<N>.md)
 """
 from __future__ import annotations
 
