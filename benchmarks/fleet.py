@@ -58,7 +58,7 @@ from fleet_plan import (LoadSampler, Inputs, Phases, Plan, RuleSet, make_plan, n
 from fleet_prom import (ingest_prometheus, load_blocks, measure_prometheus, prom_failures, prom_iterations,  # noqa: E402
                         prometheus_config, promtool_ingest, run_backfill, span_days, start_prometheus)
 from fleet_report import Result, count_history, count_series, report  # noqa: E402
-from fleet_servers import PEAK_RSS, Server, log  # noqa: E402
+from fleet_servers import PEAK_RSS, Server, log, write_report  # noqa: E402
 from fleet_vm import (import_vm, measure_vmalert, start_vm, start_vmalert, vmalert_failures,  # noqa: E402
                       vmalert_iterations)
 
@@ -108,7 +108,7 @@ def run_prometheus(args, plan, rules, fleet, work, exporter, phases) -> Result:
     promtool_ingest(work / "gap.om", data_dir)
     (work / "gap.om").unlink()
     phases.add("Prometheus: raw gap since t_end generated + ingested", time.monotonic() - t)
-    copies = shortened_copies(rules, work / "rules")
+    copies = shortened_copies(rules.files, work / "rules")
     config = work / "prometheus.yml"
     prometheus_config(config, copies, exporter.scrape_config(f"{plan.step}s"))
     prom = start_prometheus(work, data_dir, config)
@@ -181,7 +181,7 @@ def run_vm(args, plan, rules, fleet, work, exporter, phases) -> Result:
             phases.notes.append(f"Prometheus' downsampled history ({n} samples) is the one vmalert's replay "
                                 "computed, exported from VictoriaMetrics and ingested with promtool: promtool's "
                                 "own rule backfill is too slow at this size (see its ms per GPU-day).")
-        copies = shortened_copies(rules, work / "rules")
+        copies = shortened_copies(rules.files, work / "rules")
         notifier = f"http://127.0.0.1:{exporter.port}"
         vmalert = start_vmalert(work, vm, copies, notifier)
         try:
@@ -261,11 +261,7 @@ def main(argv=None) -> None:
         shutil.rmtree(work, ignore_errors=True)
     PEAK_RSS["fleet.py itself (data generator, live exporter)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     text = report(args, plan, rules, prom, vm, phases, samples, inputs)
-    out = Path(args.out) if args.out else HERE / "results" / f"fleet-{args.gpus}.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(text)
-    log(f"wrote {out}")
+    write_report(text, Path(args.out) if args.out else HERE / "results" / f"fleet-{args.gpus}.md")
 
 
 if __name__ == "__main__":

@@ -101,11 +101,12 @@ class RuleSet:
         return {n for n in self.graph.metrics_read(exprs) if n.startswith("DCGM_FI_")}
 
 
-def shortened_copies(rules: RuleSet, dest: Path) -> list[Path]:
-    """Copies of the rule files with group intervals above MEASURE_INTERVAL cut to it."""
+def shortened_copies(files: list[Path], dest: Path) -> list[Path]:
+    """Copies of the rule files with group intervals above MEASURE_INTERVAL cut to it (the cost of an
+    evaluation does not depend on the interval; shares use the real ones)."""
     dest.mkdir(parents=True, exist_ok=True)
     out = []
-    for f in rules.files:
+    for f in files:
         doc = yaml.safe_load(f.read_text())
         for g in doc.get("groups") or []:
             if (parse_duration(g.get("interval", "")) or GLOBAL_INTERVAL) > MEASURE_INTERVAL:

@@ -61,6 +61,14 @@ def log(msg: str) -> None:
     print(f"[fleet {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def write_report(text: str, out: Path) -> None:
+    """The report into `out` (benchmarks/results/... by default) and onto stdout."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    log(f"wrote {out}")
+
+
 class Server:
     """One child process; `url` is its HTTP address. Every Server ever started is stopped by stop_all()."""
     running: list["Server"] = []

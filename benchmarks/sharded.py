@@ -39,9 +39,9 @@ sys.path.insert(0, str(HERE))
 
 from fleet_data import GPUS_PER_NODE, Exporter, exposition, exporter_fields, make_fleet, node_instance, write_openmetrics  # noqa: E402
 from fleet_measure import RuleTimes, cpu_seconds, wait_iterations  # noqa: E402
-from fleet_plan import GLOBAL_INTERVAL, MEASURE_INTERVAL, TOOLS, RuleSet, engine_versions, self_reported  # noqa: E402
+from fleet_plan import GLOBAL_INTERVAL, TOOLS, RuleSet, engine_versions, self_reported, shortened_copies  # noqa: E402
 from fleet_prom import measure_prometheus, prom_failures, prom_iterations, promtool_ingest  # noqa: E402
-from fleet_servers import Server, log, metric_value, vm_hwm  # noqa: E402
+from fleet_servers import Server, log, metric_value, vm_hwm, write_report  # noqa: E402
 from fleet_vm import measure_vmalert, vmalert_failures, vmalert_iterations  # noqa: E402
 from rulesgen.processes import free_port  # noqa: E402
 from sharded_plan import allowlist, compare_alerts, firing, only_targets, shard_config, split_targets  # noqa: E402
@@ -111,22 +111,6 @@ def snapshot_inputs(dest: Path) -> tuple[dict[str, list[Path]], Path, Path, str,
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "?"
     return files, extra[0], extra[1], commit, h.hexdigest()[:12]
-
-
-def shortened(files: list[Path], dest: Path) -> list[Path]:
-    """Copies with group intervals above MEASURE_INTERVAL cut to it (cost per evaluation does not depend
-    on the interval; shares use the real ones)."""
-    from rulesgen.durations import parse_duration
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for f in files:
-        doc = yaml.safe_load(f.read_text())
-        for g in doc.get("groups") or []:
-            if (parse_duration(g.get("interval", "")) or GLOBAL_INTERVAL) > MEASURE_INTERVAL:
-                g["interval"] = f"{MEASURE_INTERVAL}s"
-        (dest / f.name).write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 20))
-        out.append(dest / f.name)
-    return out
 
 
 def start_prometheus(name: str, work: Path, config: dict, flags: list[str]) -> Server:
@@ -324,16 +308,16 @@ def main(argv=None) -> None:
             m.phases["history imported into victoria-metrics-shard-0"] = time.monotonic() - t
         ref = start_prometheus("prometheus-reference", work, {
             "global": {"scrape_interval": f"{args.step}s", "evaluation_interval": f"{GLOBAL_INTERVAL}s"},
-            "rule_files": [str(f) for f in shortened(files["single"], work / "rules-single")],
+            "rule_files": [str(f) for f in shortened_copies(files["single"], work / "rules-single")],
             "scrape_configs": [scrape]}, args.prometheus_flag)
         # a copy per shard: Prometheus places a group's evaluations at an offset hashed from its name and
         # file path, so shards loading the same paths would evaluate each group at the same instant and
         # wait for each other's on these shared cores (separate hosts in a real deployment)
-        shard_rules = [[str(f) for f in shortened(files["shard"], work / f"rules-shard-{i}")] for i in range(shards)]
+        shard_rules = [[str(f) for f in shortened_copies(files["shard"], work / f"rules-shard-{i}")] for i in range(shards)]
         proms = [start_prometheus(f"prometheus-shard-{i}", work, shard_config(
             fragment, i, vm.url + "/api/v1/write", shard_rules[i], scrape, shards, f"{GLOBAL_INTERVAL}s"), args.prometheus_flag)
             for i in range(shards)]
-        glob = start_vmalert("vmalert-global", work, vm, shortened(files["global"], work / "rules-global"), sink)
+        glob = start_vmalert("vmalert-global", work, vm, shortened_copies(files["global"], work / "rules-global"), sink)
         if vm_shard:
             vmalert_shard = start_vmalert("vmalert-shard-0", work, vm_shard, [Path(f) for f in shard_rules[0]], sink)
         exporter.fault_since = time.time()
@@ -391,11 +375,7 @@ def main(argv=None) -> None:
     ver = engine_versions()
     m.engines = ", ".join(f"{n} {ver[n]}" for n in ver) + f" (`prometheus --version`: {self_reported()})"
     text = report(m)
-    out = Path(args.out) if args.out else HERE / "results" / f"sharded-{args.gpus}.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    print(text)
-    log(f"wrote {out}")
+    write_report(text, Path(args.out) if args.out else HERE / "results" / f"sharded-{args.gpus}.md")
 
 
 if __name__ == "__main__":
