@@ -14,6 +14,11 @@ from ..model.catalog import (
 from ..model.roles import ROLES
 from .common import top_list, unique
 
+# A failure mode's id and a threshold's name: snake_case words, never `__` (a threshold renders in a template
+# as the placeholder __threshold__MODE__NAME__, model/thresholds.py: a double underscore would make two
+# placeholders overlap).
+NAME = r"[a-z][a-z0-9]*(_[a-z0-9]+)*"
+
 
 def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: str = ROLES["workload"].default[0]):
     """workload: the record of role `workload` (signals.yaml roles:), a failure mode's default workload_from."""
@@ -22,7 +27,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
     sourced, unsourced = [], []  # the positions of `for:` with and without a for_source
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "failure mode", fallback=w)
-        fm_id = f.str("id", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+        fm_id = f.str("id", required=True, pattern=NAME) or "?"
         unique(f, "id", fm_id, seen, f"failure mode {fm_id!r}")
         metric_items, metric_wheres = f.list("metrics", required=True)
         metrics = []
@@ -38,7 +43,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
         tnames = set()
         for ti, tw in zip(t_items, t_wheres):
             tf = Fields(ti, errors, f"failure mode {fm_id} threshold", fallback=tw)
-            name = tf.str("name", required=True, pattern=r"[a-z][a-z0-9_]*") or "?"
+            name = tf.str("name", required=True, pattern=NAME) or "?"
             if name in tnames:
                 errors.add(tf.at("name"), "duplicate-id", f"failure mode {fm_id}: threshold {name!r} defined twice")
             tnames.add(name)

@@ -90,3 +90,15 @@ def test_covers_must_name_another_mode(tmp_path):
     assert [d.message.split(" (did you mean")[0] for d in errors.items] == [
         "failure mode hot_gpu covers 'hot_gpu': not another failure mode"]
     assert errors.items[0].line == 2  # the mode's id line
+
+
+@pytest.mark.parametrize("old,new", [("- id: hot_gpu", "- id: hot__gpu"), ("- name: celsius", "- name: max__celsius"),
+                                     ("- id: hot_gpu", "- id: hot_gpu_")])
+def test_an_id_or_threshold_name_with_a_double_or_trailing_underscore_is_refused(tmp_path, old, new):
+    """A threshold renders as __threshold__MODE__NAME__ (model/thresholds.py): `__` in either would let two
+    placeholders overlap."""
+    assert MODES.count(old) == 1
+    path, _, errors = read(tmp_path, MODES.replace(old, new))
+    line = MODES.replace(old, new).splitlines().index(next(x for x in MODES.replace(old, new).splitlines() if new in x)) + 1
+    assert any(e.startswith(f"{path}:{line}:") and "error[bad-value]" in e and repr(new.split(": ")[1]) in e
+               for e in printed(errors)), printed(errors)
