@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # them after make test has passed).
 REPLAY ?= all
 
-.PHONY: render test test-live test-package test-sharding test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
+.PHONY: render test test-live test-package test-sharding test-interrupts-all test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ test-package: $(STAMP) tools
 # multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;
 # RULESGEN_SHARDING=ci: the cross-shard scenarios, as .ci/run does; =found: and those the proof once caught), the
 # regrouped files against the unsplit ones, one shard plus the global tier. make test runs none of them.
+# An interrupt after every rename of a render's commit phase (make test interrupts a spread of them): ~30 s.
+test-interrupts-all: $(STAMP)
+	RULESGEN_EVERY_RENAME=1 $(BIN)/python -m pytest -q tests/test_interrupts.py -k every_rename
+
 test-sharding: $(STAMP) tools
 	RULESGEN_SHARDING=$(or $(RULESGEN_SHARDING),all) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
 
