@@ -35,6 +35,10 @@ class Collector:
     def add(self, where: "Where", code: str, message: str) -> None:
         self.items.append(Diagnostic(where.path, where.line, where.col, code, message))
 
+    def extend(self, diagnostics) -> None:
+        """Diagnostics another step already made (e.g. a template's rendering problems)."""
+        self.items.extend(diagnostics)
+
     def raise_if_any(self) -> None:
         if self.items:
             raise RulesgenError(self.items)

@@ -215,9 +215,46 @@ def promtool_jobs(promtool: str, paths) -> dict:
 
 
 def run_cli(*args, cwd=ROOT, env=None):
+    """`rulesgen *args` run from `cwd`: (returncode, stdout, stderr) as the command gives them. In this
+    process (click's runner: no interpreter start-up, modules and parsed templates already loaded) unless
+    `env` is given: then as a process of its own, so that no other thread sees a changed environment."""
+    if env is not None:
+        return run_cli_process(*args, cwd=cwd, env=env)
+    return _run_cli_here(list(args), Path(cwd))
+
+
+def run_cli_process(*args, cwd=ROOT, env=None):
+    """`rulesgen *args` as its own process (the installed command): for what only a process shows,
+    such as a signal's exit code or an environment of its own."""
     exe = Path(sys.executable).with_name("rulesgen")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "rulesgen.cli"]
     return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
+
+
+def _run_cli_here(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """The command in this process, from `cwd` (the replay pool's threads never depend on the working
+    directory: their files are absolute or their cwd is explicit). The signal handlers the command
+    installs are put back; an exception the command did not handle is printed to stderr with exit 1,
+    as the interpreter would."""
+    import signal
+    import traceback
+
+    from click.testing import CliRunner
+
+    from rulesgen.cli import main
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, args, prog_name="rulesgen")
+    finally:
+        os.chdir(before)
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(["rulesgen", *args], result.exit_code, result.stdout, stderr)
 
 
 MINIMAL_CATALOG = {

@@ -120,9 +120,22 @@ def reads(reader, writer) -> bool:
 
 def related_pairs(rules: Sequence) -> set[tuple[int, int]]:
     """(i, j), i < j, for every two rules of which one reads the other: their order decides whether the
-    reader sees this evaluation's value or the previous one, so it must not change."""
-    return {(i, j) for j in range(len(rules)) for i in range(j)
-            if reads(rules[j], rules[i]) or reads(rules[i], rules[j])}
+    reader sees this evaluation's value or the previous one, so it must not change. (`reads` over every
+    pair, with the writers looked up by the name a selector names: a group of n rules costs n, not n².)"""
+    writers_named: dict[str, list[int]] = {}
+    for i, rule in enumerate(rules):
+        name, _ = _output(rule)
+        for n in ((name,) if name != "ALERTS" else ALERT_SERIES):
+            writers_named.setdefault(n, []).append(i)
+    pairs = set()
+    for j, reader in enumerate(rules):
+        selectors = _selectors(reader.expr)
+        if selectors is None or any(len(_name_matchers(s)) != 1 or _name_matchers(s)[0][0] != "=" for s in selectors):
+            candidates = range(len(rules))  # no plain name to look up: ask every writer
+        else:
+            candidates = sorted({i for s in selectors for i in writers_named.get(s.name or _name_matchers(s)[0][1], ())})
+        pairs.update((min(i, j), max(i, j)) for i in candidates if i != j and reads(reader, rules[i]))
+    return pairs
 
 
 def _layout(rules: Sequence, serial: list[bool], pairs: set[tuple[int, int]]) -> list[int]:

@@ -49,7 +49,7 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
         if signal.record in skipped:
             continue
         marked, problems = signals[signal.record]
-        errors.items += problems
+        errors.extend(problems)
         expr = marked.filled()
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
                     required=not problems, body=(signal.body, signal.expr))

@@ -182,7 +182,9 @@ def check_covers(modes, baselines, health, errors) -> None:
     codes = [n for c in health.codes for n in c.names] if health is not None else []
     for m in modes:
         for target, signal in m.covers:
-            if target not in ids or target == m.id:
+            if target == m.id:
+                errors.add(m.where, "unknown-failure-mode", f"failure mode {m.id} covers itself: name another failure mode")
+            elif target not in ids:
                 errors.add(m.where, "unknown-failure-mode",
                            f"failure mode {m.id} covers {target!r}: not another failure mode{did_you_mean(target, ids)}")
             if signal and health is not None and target == health.failure_mode:
