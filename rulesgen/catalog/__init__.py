@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import Collector, RulesgenError
+from ..load.memo import Memo, digest
 from ..load.yamlsource import load_file
 from ..model.catalog import Catalog, Routing
 from ..model.panels import PANELS
@@ -35,7 +36,17 @@ def bundled_catalog_dir() -> Path:
     return package / "_catalog"
 
 
+_LOADED: Memo[Catalog] = Memo(size=8)
+
+
 def load_catalog(directory: Path) -> Catalog:
+    """The catalog in `directory`, validated (every problem at its file and line, all at once). Loaded
+    once per process for the same files (load/memo.py): the Catalog is immutable."""
+    files = [directory / name for name in CATALOG_FILES + OPTIONAL_FILES]
+    return _LOADED.get(digest(files), lambda: _load_catalog(directory))
+
+
+def _load_catalog(directory: Path) -> Catalog:
     errors = Collector()
     docs = {}
     problems = []

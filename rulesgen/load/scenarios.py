@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import Collector, Diagnostic, RulesgenError
 from ..promql.tree import selectors
 from .mapping import Fields, did_you_mean
+from .memo import Memo, digest
 from .yamlsource import load_file
 
 _SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*$", re.S)
@@ -101,8 +102,20 @@ def load_scenarios(paths: list[Path], failure_modes: list[str], known_metrics: s
     return out
 
 
+_LOADED: Memo[Scenario] = Memo(size=256)
+
+
 def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None,
                   job_metrics: tuple[str, ...] = ()) -> Scenario:
+    """One scenario file, validated; loaded once per process for the same bytes and arguments (load/memo.py:
+    a Scenario is immutable)."""
+    key = (digest([path]), tuple(failure_modes), None if known_metrics is None else frozenset(known_metrics),
+           tuple(job_metrics))
+    return _LOADED.get(key, lambda: _load_scenario(path, failure_modes, known_metrics, job_metrics))
+
+
+def _load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None,
+                   job_metrics: tuple[str, ...] = ()) -> Scenario:
     """known_metrics: every name of the catalog's fields; a DCGM series named otherwise is an error
     (no exporter dialect knows it, so no rule could read it). job_metrics: the training jobs' series
     names the config reads (job_metrics: in rulesgen.yaml); other names are free (up, ...), but one a
