@@ -42,7 +42,7 @@ test-package: $(STAMP) tools
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
 # multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;
-# RULESGEN_SHARDING=ci: the cross-shard scenarios, as .ci/run does; =found: and those the proof once caught), the
+# RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof once caught, as .ci/run does), the
 # regrouped files against the unsplit ones, one shard plus the global tier. make test runs none of them.
 # An interrupt after every rename of a render's commit phase (make test interrupts a spread of them): ~30 s.
 test-interrupts-all: $(STAMP)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from sharded_plan import extrapolate, share_of_interval, worst_per_gpu
 
-Times = dict[str, tuple[float, int]]  # group -> (mean seconds per evaluation, evaluations)
+Times = dict[str, tuple[float, int]]  # group -> (seconds per evaluation: Prometheus median, vmalert mean; evaluations)
 
 TARGET_SHARD = 0.55  # a shard's rule time / the single server's, at the same fleet (issue 23)
 TARGET_GLOBAL = 0.10  # the global tier's rule time / the single server's
@@ -170,7 +170,7 @@ def report(m: Measured) -> str:
              "the same instant and, here on shared cores (separate hosts in a deployment), wait for each other.",
              "- All servers ran at once on the same 2 cores; groups with an interval above 60 s ran from copies at "
              "60 s (cost per evaluation does not depend on the interval); shares use the real intervals. "
-             "Prometheus: mean `prometheus_rule_group_last_duration_seconds` over distinct evaluations; vmalert: "
+             "Prometheus: median `prometheus_rule_group_last_duration_seconds` over distinct evaluations; vmalert: "
              "delta sum / delta count of `vmalert_iteration_duration_seconds`. Share of interval = sum over "
              "groups of time / real interval (a share of one core).", "",
              "## Results", "",
@@ -212,7 +212,7 @@ def report(m: Measured) -> str:
                   + ". GPULost's exporter branch compares a node's newest GPU sample, as gpu:dcgm_reporting:timestamp "
                   "recorded it at its group's last evaluation, with the node's newest `up` at the alert's evaluation, "
                   "with 60 s to spare: a scrape between the two evaluations that starts even 1 ms late crosses it.", ""]
-    lines += ["## Rule groups (mean wall time per evaluation, ms (n))", "",
+    lines += ["## Rule groups (wall time per evaluation, ms (n): Prometheus median, vmalert mean)", "",
               "| group | interval | reference | " + " | ".join(f"shard-{i}" for i in range(len(m.shards)))
               + " | global (vmalert) |" + (" shard-0 on vmalert |" if m.vm_shard else ""),
               "|---|---|---|" + "---|" * len(m.shards) + "---|" + ("---|" if m.vm_shard else "")]

@@ -5,7 +5,7 @@ as one server over everything (tests/shard_equality.py says how, on promtool).
 
 The proof is a longer suite, outside `make test` (each scenario is four promtool replays): `make
 test-sharding` (marker `equality`) replays every multi-node scenario and the check that the harness can
-fail; CI the cross-shard scenarios (RULESGEN_SHARDING=ci)."""
+fail; CI the cross-shard scenarios and those the proof once caught (RULESGEN_SHARDING=found)."""
 import os
 import tempfile
 from pathlib import Path
@@ -29,8 +29,7 @@ CROSS_SHARD = {
     "baseline-replaced-gpu-eight-degrees": ("gpu-h100-y04", "gpu-h100-y05"),  # judged by fleet peers, both shards
 }
 # Scenarios in which the proof once found a difference (each fixed since): RULESGEN_SHARDING=found replays
-# them with the cross-shard ones, `make test-sharding` with every multi-node scenario. CI replays only the
-# cross-shard ones (RULESGEN_SHARDING=ci): these 7 cost about 5 minutes more than its 90 minutes hold.
+# them with the cross-shard ones (as CI does), `make test-sharding` with every multi-node scenario.
 FOUND = ("thermal-throttling-cooling-failure",  # a cleared local part held 10m by its slow read (the end marker)
          "normal-frozen-lookalikes", "normal-hard-loss-lookalikes-15s", "normal-hard-loss-lookalikes-30s",
          "normal-hard-loss-lookalikes-60s", "normal-nvlink-fabric-boot-pcie", "nvlink-fabric-gb200-nvl72")
