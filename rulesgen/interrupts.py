@@ -30,13 +30,33 @@ def signal_of(exc: KeyboardInterrupt) -> signal.Signals:
 
 @contextmanager
 def deferred():
-    """SIGINT and SIGTERM wait until the block is done (blocked, then delivered when it exits): the block
-    runs to its end, and the interrupt is raised right after it."""
-    if not hasattr(signal, "pthread_sigmask"):  # not POSIX: nothing to block with
+    """SIGINT and SIGTERM wait until the block is done: the block runs to its end, and the interrupt is
+    raised right after it (the first one that came, as its own handler would have raised it).
+
+    Held by handlers that only take note, not by the signal mask: a signal sent to the process is taken
+    by any thread whose mask lets it in (a pool's, a library's), and Python then runs the handler in the
+    main thread at once, so masking the main thread alone would not hold it. Outside the main thread
+    (where handlers cannot be set) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    came: list[int] = []
+    for s in SIGNALS:
+        signal.signal(s, lambda signum, frame: came.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if came:
+            _deliver(came[0], previous[came[0]])
+
+
+def _deliver(signum: int, handler) -> None:
+    """What the signal would have done had it not been held: its handler's exception, the default action, or
+    nothing when it was ignored."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)

@@ -3,6 +3,7 @@ ends (tests/test_interrupts.py interrupts real renders in a subprocess)."""
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -65,8 +66,51 @@ def test_deferred_delivers_sigint_as_keyboard_interrupt_after_the_block():
     assert steps == ["done"] and not isinstance(info.value, Terminated)
 
 
-def test_deferred_restores_the_signal_mask():
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+def test_deferred_restores_the_handlers_and_holds_nothing_outside_the_main_thread(sigterm_restored):
+    install()
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     with deferred():
-        assert {signal.SIGINT, signal.SIGTERM} <= signal.pthread_sigmask(signal.SIG_BLOCK, [])
-    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+        assert all(signal.getsignal(s) is not h for s, h in before.items())
+    assert {s: signal.getsignal(s) for s in before} == before
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(_handlers_inside_deferred()))
+    thread.start()
+    thread.join()
+    assert seen == [before]
+
+
+def _handlers_inside_deferred():
+    with deferred():
+        return {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def test_deferred_holds_a_signal_another_thread_takes(sigterm_restored):
+    """A signal sent to the process may be taken by any thread that does not block it (here a thread
+    waiting on a subprocess, as the test suite's replay pool does); Python runs the handler in the main
+    thread at once. deferred() still holds it until its block ends."""
+    import subprocess
+    import sys
+    install()
+    waiter = threading.Thread(target=subprocess.run, args=([sys.executable, "-c", "import time; time.sleep(2)"],))
+    waiter.start()
+    steps = []
+    try:
+        with pytest.raises(Terminated):
+            with deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(20):  # time for the other thread to take it, and bytecode boundaries
+                    time.sleep(0.01)  # at which Python would run a pending handler
+                steps.append("end of block")
+    finally:
+        waiter.join()
+    assert steps == ["end of block"]
+
+
+def test_a_held_signal_whose_handler_was_ignore_is_dropped():
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
