@@ -160,6 +160,9 @@ class Replays(Mapping):
     def __len__(self):
         return len(self._futures)
 
+    def futures(self):
+        return self._futures.values()
+
 
 def replay_fixture(jobs_of: Callable) -> Callable:
     """A session fixture named like `jobs_of`: Replays of the jobs jobs_of(request) returns. The jobs start
@@ -216,11 +219,12 @@ def promtool_jobs(promtool: str, paths) -> dict:
 
 def run_cli(*args, cwd=ROOT, env=None):
     """`rulesgen *args` run from `cwd`: (returncode, stdout, stderr) as the command gives them. In this
-    process (click's runner: no interpreter start-up, modules and parsed templates already loaded) unless
-    `env` is given: then as a process of its own, so that no other thread sees a changed environment."""
-    if env is not None:
+    process (click's runner: no interpreter start-up, modules and parsed templates already loaded), with
+    `env` as the environment for the while; as a process of its own when `env` is given while a replay
+    runs beside (its threads read os.environ when they start a tool)."""
+    if env is not None and not _replays_idle():
         return run_cli_process(*args, cwd=cwd, env=env)
-    return _run_cli_here(list(args), Path(cwd))
+    return _run_cli_here(list(args), Path(cwd), env)
 
 
 def run_cli_process(*args, cwd=ROOT, env=None):
@@ -231,11 +235,15 @@ def run_cli_process(*args, cwd=ROOT, env=None):
     return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
 
 
-def _run_cli_here(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _replays_idle() -> bool:
+    return all(f.done() for replays in _STARTED.values() for f in replays.futures())
+
+
+def _run_cli_here(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """The command in this process, from `cwd` (the replay pool's threads never depend on the working
-    directory: their files are absolute or their cwd is explicit). The signal handlers the command
-    installs are put back; an exception the command did not handle is printed to stderr with exit 1,
-    as the interpreter would."""
+    directory: their files are absolute or their cwd is explicit), with `env` as os.environ meanwhile
+    (click's runner puts it back). The signal handlers the command installs are put back; an exception
+    the command did not handle is printed to stderr with exit 1, as the interpreter would."""
     import signal
     import traceback
 
@@ -246,7 +254,8 @@ def _run_cli_here(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     before = Path.cwd()
     os.chdir(cwd)
     try:
-        result = CliRunner().invoke(main, args, prog_name="rulesgen")
+        changes = None if env is None else {**{k: None for k in os.environ if k not in env}, **env}
+        result = CliRunner(env=changes).invoke(main, args, prog_name="rulesgen")
     finally:
         os.chdir(before)
         for s, handler in handlers.items():
