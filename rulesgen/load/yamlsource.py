@@ -49,7 +49,9 @@ def _make_loader(path: str, problems: list[Diagnostic], lines: list[str]):
                 w = _where(path, key_node.start_mark)
                 problems.append(Diagnostic(w.path, w.line, w.col, "bad-key", f"mapping key must be a string, got {key!r}"))
                 continue
-            key = str(key) if not isinstance(key, str) else key
+            # A key is a name, as written: YAML 1.1 reads `on`, `off`, `yes`, `no` as booleans and `1e3`, `0x10`
+            # as numbers, which str() would turn into "True" or "1000.0".
+            key = key if isinstance(key, str) else key_node.value
             if key in result:
                 w = _where(path, key_node.start_mark)
                 first = result.key_where[key]
