@@ -36,13 +36,14 @@ def deferred():
     Held by handlers that only take note, not by the signal mask: a signal sent to the process is taken
     by any thread whose mask lets it in (a pool's, a library's), and Python then runs the handler in the
     main thread at once, so masking the main thread alone would not hold it. Outside the main thread
-    (where handlers cannot be set) the block runs as it is."""
+    (where handlers cannot be set) the block runs as it is, and so does a signal whose handler was not
+    set from Python (getsignal() gives None: it could not be put back)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    previous = {s: h for s in SIGNALS for h in [signal.getsignal(s)] if h is not None}
     came: list[int] = []
-    for s in SIGNALS:
+    for s in previous:
         signal.signal(s, lambda signum, frame: came.append(signum))
     try:
         yield

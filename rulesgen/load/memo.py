@@ -47,6 +47,3 @@ class Memo(Generic[T]):
         if len(self._results) > self.size:
             self._results.popitem(last=False)
         return result
-
-    def clear(self) -> None:
-        self._results.clear()
