@@ -129,11 +129,11 @@ def related_pairs(rules: Sequence) -> set[tuple[int, int]]:
             writers_named.setdefault(n, []).append(i)
     pairs = set()
     for j, reader in enumerate(rules):
-        selectors = _selectors(reader.expr)
-        if selectors is None or any(len(_name_matchers(s)) != 1 or _name_matchers(s)[0][0] != "=" for s in selectors):
+        matchers = [_name_matchers(s) for s in _selectors(reader.expr) or ()]
+        if _selectors(reader.expr) is None or any(len(m) != 1 or m[0][0] != "=" for m in matchers):
             candidates = range(len(rules))  # no plain name to look up: ask every writer
         else:
-            candidates = sorted({i for s in selectors for i in writers_named.get(s.name or _name_matchers(s)[0][1], ())})
+            candidates = sorted({i for m in matchers for i in writers_named.get(m[0][1], ())})
         pairs.update((min(i, j), max(i, j)) for i in candidates if i != j and reads(reader, rules[i]))
     return pairs
 
