@@ -25,7 +25,7 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
-                   "vmalert_results": "vmalert"}
+                   "vmalert_results": "vmalert", "sharding_verdicts": "promtool"}
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()}, **REPLAY_FIXTURES}
 SELECTED = pytest.StashKey[dict]()
 
@@ -61,15 +61,20 @@ def selected(config, module: str, test: str) -> set:
     return config.stash.get(SELECTED, {}).get((module, test), set())
 
 
-def replay_choice(variable: str, every: list, quick: list, default: str = "quick") -> list:
+def replay_choice(variable: str, every: list, quick: list, default: str = "quick",
+                  more: dict[str, Callable[[], list]] | None = None) -> list:
     """The cases a replay test runs, by environment variable: `quick` (what `make test` replays), `all`,
-    or `rest` (all but quick: CI's *-all targets after make test has replayed quick, REPLAY=rest)."""
+    `rest` (all but quick: CI's *-all targets after make test has replayed quick, REPLAY=rest), or one of
+    `more` (name: the cases, computed only when chosen)."""
     choice = os.environ.get(variable, default).strip()
+    more = more or {}
     if choice == "all":
         return list(every)
     if choice == "rest":
         return [case for case in every if case not in quick]
-    assert choice == default, f"{variable}={choice!r}: expected {default}, all or rest"
+    if choice in more:
+        return more[choice]()
+    assert choice == default, f"{variable}={choice!r}: expected {default}, all, rest{''.join(', ' + m for m in more)}"
     return list(quick)
 
 

@@ -17,6 +17,7 @@ harness judges any split of a rule set, not only rulesgen's own.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import subprocess
@@ -151,16 +152,22 @@ class Run:
 
 
 AT = "rulesgen_at"
+_LISTING = re.compile(r'^\s*expr: "label_replace\(.*' + AT)
+_ERROR_START = re.compile(r"^(?= {4}\S)", re.M)  # promtool prints each failure of a test group from column 4
+
+
+def listings(listed: str, duration: int, evaluation_interval: int) -> list[dict]:
+    """One promql_expr_test per evaluation time, expecting nothing: promtool prints what it got, values in
+    full precision, the time in a label. A rule's series that ended has its staleness marker, so a listing
+    shows exactly what the rules wrote at that time."""
+    return [{"expr": f'label_replace({{__name__=~"{listed}"}}, "{AT}", "{t}", "", "")', "eval_time": f"{t}s",
+             "exp_samples": []} for t in range(0, duration + 1, evaluation_interval)]
 
 
 def replay(promtool: str, files, series: list[tuple[str, str]], interval: int, evaluation_interval: int, duration: int,
            listed: str, workdir: Path, name: str) -> Run:
     """promtool over `series` (promtool notation at `interval`) and `files`, every group in file order;
-    returns the samples of the names matching `listed` at every evaluation time. One listing per
-    evaluation time, expecting nothing: promtool prints what it got, values in full precision, the time
-    in a label. A rule's series that ended has its staleness marker, so a listing shows exactly what the
-    rules wrote at that time."""
-    times = range(0, duration + 1, evaluation_interval)
+    returns the samples of the names matching `listed` at every evaluation time."""
     doc = {
         "rule_files": [str(Path(f).resolve()) for f in files],
         "evaluation_interval": f"{evaluation_interval}s",
@@ -168,26 +175,55 @@ def replay(promtool: str, files, series: list[tuple[str, str]], interval: int, e
         "tests": [{
             "name": name, "interval": f"{interval}s",
             "input_series": [{"series": s, "values": v} for s, v in series] or [{"series": "rulesgen_empty", "values": "0"}],
-            "promql_expr_test": [
-                {"expr": f'label_replace({{__name__=~"{listed}"}}, "{AT}", "{t}", "", "")', "eval_time": f"{t}s",
-                 "exp_samples": []} for t in times],
+            "promql_expr_test": listings(listed, duration, evaluation_interval),
         }],
     }
+    run, failures = _run(promtool, doc, workdir, name)
+    if failures:
+        raise RuntimeError(f"promtool reported more than the listings of {name}:\n" + "\n\n".join(failures)[-3000:])
+    return run
+
+
+def replay_test(promtool: str, test_file: Path, scenario: Scenario, workdir: Path) -> tuple[Run, tuple[str, ...]]:
+    """A scenario's generated promtool test (its input series, rule files and expectations) with the ALERTS
+    listings added: the alerts at every evaluation time, and what promtool reports against the scenario's
+    own expectations (nothing when they hold: the verdict `promtool test rules` gives the file alone)."""
+    doc = yaml.load(test_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    (test,) = doc["tests"]
+    given = sorted((s["series"], s["values"]) for s in test["input_series"])
+    if given != sorted(scenario.series):
+        raise RuntimeError(f"{test_file} does not replay the series of scenario {scenario.name}")
+    doc["rule_files"] = [str((test_file.parent / f).resolve()) for f in doc["rule_files"]]
+    test["promql_expr_test"] = test.get("promql_expr_test", []) + listings(
+        "ALERTS", scenario.duration, scenario.evaluation_interval)
+    return _run(promtool, doc, workdir, "single")
+
+
+def _run(promtool: str, doc: dict, workdir: Path, name: str) -> tuple[Run, tuple[str, ...]]:
+    """promtool on one test document: the samples its listings got, and every other failure it reported
+    (each failure in promtool's FAILED section that is not a listing). JSON is YAML to promtool, and Python
+    writes it a hundred times faster."""
     path = workdir / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 30))
+    path.write_text(json.dumps(doc))
     proc = subprocess.run([promtool, "test", "rules", str(path)], cwd=workdir,
                           capture_output=True, text=True, timeout=3600, env={"GOGC": "800", "GOMAXPROCS": "1", "PATH": "/usr/bin:/bin"})
     out = proc.stdout + proc.stderr
     if (proc.returncode != 0 and "FAILED" not in out) or re.search(r"^\s*(expr: .*)?err(or)?:", out, re.M):
         raise RuntimeError(f"promtool could not replay {name}:\n{out[-3000:]}")
     run = Run()
-    for line in out.splitlines():
-        got = _GOT.match(line)
-        if got:
-            for text, value in _GOT_SAMPLE.findall(got.group(1) + ", "):
-                labels = label_set(text)
-                run.add(labels, int(labels.pop(AT)), float(value))
-    return run
+    failures = []
+    _, _, failed = out.partition("  FAILED:\n")
+    for block in filter(str.strip, _ERROR_START.split(failed)):
+        if not _LISTING.match(block):
+            failures.append(block.strip("\n"))
+            continue
+        for line in block.splitlines():
+            got = _GOT.match(line)
+            if got:
+                for text, value in _GOT_SAMPLE.findall(got.group(1) + ", "):
+                    labels = label_set(text)
+                    run.add(labels, int(labels.pop(AT)), float(value))
+    return run, tuple(failures)
 
 
 # --- what a shard forwards ----------------------------------------------------------------------------
@@ -260,6 +296,7 @@ class Verdict:
     missing: tuple[tuple[int, tuple], ...]
     forwarded_series: int
     reference_alerts: int
+    expectations: tuple[str, ...] = ()  # what promtool reported against the scenario's own test (reference_test)
 
     @property
     def equal(self) -> bool:
@@ -274,17 +311,25 @@ class Verdict:
                 + (f"\n  missing: {fmt(self.missing)}" if self.missing else ""))
 
 
-def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path) -> Verdict:
+def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path,
+            reference_test: Path | None = None) -> Verdict:
+    """reference_test: the scenario's generated promtool test over topology.single. The one server's replay
+    is then that file with the listings added, so the same promtool run also judges the scenario's own
+    expectations (Verdict.expectations), and CI need not replay the scenario a second time."""
     step = gcd(scenario.interval, scenario.evaluation_interval)
     listed = f"ALERTS|{topology.allowlist}"
     halves = split(scenario)
     # the one server and the shards are independent replays: run them at once (one promtool each)
     with ThreadPoolExecutor(max_workers=1 + len(halves)) as pool:
-        single = pool.submit(replay, promtool, topology.single, list(scenario.series), scenario.interval,
-                             scenario.evaluation_interval, scenario.duration, "ALERTS", workdir, "single")
+        if reference_test is None:
+            single = pool.submit(lambda: (replay(promtool, topology.single, list(scenario.series), scenario.interval,
+                                                 scenario.evaluation_interval, scenario.duration, "ALERTS", workdir,
+                                                 "single"), ()))
+        else:
+            single = pool.submit(replay_test, promtool, reference_test, scenario, workdir)
         shards = [pool.submit(replay, promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval,
                               scenario.duration, listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
-        reference, shard_runs = single.result(), [f.result() for f in shards]
+        (reference, expectations), shard_runs = single.result(), [f.result() for f in shards]
     sent = [s for i, (run, half) in enumerate(zip(shard_runs, halves))
             for s in forwarded(run, half, topology, f"shard-{i}", scenario, step)]
     sharded: dict[int, set] = {}
@@ -300,4 +345,4 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     times = range(0, scenario.duration + 1, scenario.evaluation_interval)
     extra = tuple((t, a) for t in times for a in sorted(sharded.get(t, set()) - ref.get(t, set())))
     missing = tuple((t, a) for t in times for a in sorted(ref.get(t, set()) - sharded.get(t, set())))
-    return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()))
+    return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()), expectations)

@@ -6,6 +6,7 @@ import functools
 import pytest
 import yaml
 
+import shard_equality as se
 from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
@@ -40,13 +41,23 @@ QUICK = (
     "normal-checkpoint-full-memory", "normal-node-leaves-fleet", "nvlink-fabric-gb200-nvl72", "straggler",
     "telemetry-frozen-hostengine-hang",
 )
-REPLAYED = replay_choice("RULESGEN_SCENARIOS", [p.stem for p in SCENARIOS], QUICK)
 
 
 @functools.cache
 def scenario_models():
     catalog = load_catalog(bundled_catalog_dir())
     return load_scenarios(SCENARIOS, [fm.id for fm in catalog.failure_modes])
+
+
+def rest_on_one_node() -> list[str]:
+    """What CI leaves to this file (RULESGEN_SCENARIOS=rest-single-node): the scenarios beyond make test's
+    that show one node. Every multi-node scenario's own test is judged by the sharding proof's one-server
+    replay (make test-sharding: tests/test_sharding.py), which replays the same file."""
+    return [s.name for s in scenario_models() if s.name not in QUICK and not se.is_multi_node(s)]
+
+
+REPLAYED = replay_choice("RULESGEN_SCENARIOS", [p.stem for p in SCENARIOS], QUICK,
+                         more={"rest-single-node": rest_on_one_node})
 
 
 def test_every_failure_mode_has_a_positive_scenario():
@@ -91,6 +102,15 @@ def test_make_test_fires_every_alert_group():
     fired = {name: {group[e.failure_mode] for e in s.expect} for s in models for name in [s.name]}
     assert set().union(*(fired[n] for n in make_test_replays())) == set(group.values())
     assert {"health", "efficiency", "jobs"} <= set().union(*(fired[n] for n in QUICK))
+
+
+def test_ci_replays_every_scenario_on_promtool():
+    """CI's selection (RULESGEN_SCENARIOS=rest-single-node after make test's QUICK, the multi-node
+    scenarios in make test-sharding) leaves no scenario out."""
+    import test_sharding
+    every = {s.name for s in scenario_models()}
+    assert set(QUICK) | set(rest_on_one_node()) | set(test_sharding.MULTI_NODE) == every
+    assert set(test_sharding.SELECTIONS["all"]) == set(test_sharding.MULTI_NODE)
 
 
 @pytest.mark.parametrize("scenario", REPLAYED)

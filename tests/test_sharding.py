@@ -11,9 +11,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 import shard_equality as se
-from conftest import ROOT
+from conftest import ROOT, largest_first, replay_fixture, selected
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -65,13 +66,54 @@ def test_cross_shard_scenarios_put_their_nodes_on_different_shards(name):
     assert sorted(halves[0] + halves[1]) == sorted(ALL[name].series)  # every series on exactly one shard
 
 
+@replay_fixture
+def sharding_verdicts(request):
+    """The comparison of each selected scenario as a job of conftest's pool: one scenario's global tier and
+    Python work overlap the next one's replays, so no core waits (largest scenario files first)."""
+    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
+    topology = se.rendered_topology(rendered)
+    chosen = selected(request.config, __name__, "test_two_shards_and_the_global_tier_alert_as_one_server")
+
+    def job(name: str) -> se.Verdict:
+        with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
+            return se.compare(promtool, ALL[name], topology, Path(tmp),
+                              reference_test=rendered / "tests" / "promtool" / f"{name}.yaml")
+
+    return {path.stem: (lambda name=path.stem: job(name))
+            for path in largest_first([p for p in SCENARIOS if p.stem in chosen])}
+
+
 @pytest.mark.equality
 @pytest.mark.parametrize("name", CHOSEN)
-def test_two_shards_and_the_global_tier_alert_as_one_server(name, rendered, promtool):
-    with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
-        verdict = se.compare(promtool, ALL[name], se.rendered_topology(rendered), Path(tmp))
+def test_two_shards_and_the_global_tier_alert_as_one_server(name, sharding_verdicts):
+    """The one server's replay is the scenario's own promtool test (listings added), so it also proves the
+    scenario as tests/test_scenarios.py does: CI replays the multi-node scenarios only here."""
+    verdict = sharding_verdicts[name]
+    assert not verdict.expectations, (
+        f"promtool test rules tests/promtool/{name}.yaml fails (run `rulesgen replay fixtures/scenarios/{name}.yaml`"
+        " for details):\n" + "\n".join(verdict.expectations)[-3000:])
     assert verdict.equal, verdict.describe()
     assert verdict.forwarded_series > 0
+
+
+def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, tmp_path):
+    """The harness can fail on a scenario's expectations: a copy of a scenario test with every expected value
+    turned from 1 to 0 fails on each of them, while its listings still give the same alerts."""
+    name = "gpu-lost-every-gpu"
+    original = rendered / "tests" / "promtool" / f"{name}.yaml"
+    doc = yaml.safe_load(original.read_text())
+    doc["rule_files"] = [str((original.parent / f).resolve()) for f in doc["rule_files"]]
+    expected = [sample for case in doc["tests"][0]["promql_expr_test"] for sample in case["exp_samples"]]
+    assert expected and all(sample["value"] == 1 for sample in expected)
+    for sample in expected:
+        sample["value"] = 0
+    planted = tmp_path / "planted.yaml"
+    planted.write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 30))
+    run, failures = se.replay_test(promtool, original, ALL[name], tmp_path)
+    planted_run, planted_failures = se.replay_test(promtool, planted, ALL[name], tmp_path)
+    assert failures == () and len(planted_failures) == len(expected)
+    assert all("exp: {} 0E+00" in f and "got: {} 1E+00" in f for f in planted_failures), planted_failures[:2]
+    assert planted_run.samples == run.samples and se.alerts(run, "shard")
 
 
 @pytest.mark.equality
