@@ -6,7 +6,6 @@ import functools
 import pytest
 import yaml
 
-import shard_equality as se
 from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
@@ -49,15 +48,24 @@ def scenario_models():
     return load_scenarios(SCENARIOS, [fm.id for fm in catalog.failure_modes])
 
 
-def rest_on_one_node() -> list[str]:
-    """What CI leaves to this file (RULESGEN_SCENARIOS=rest-single-node): the scenarios beyond make test's
-    that show one node. Every multi-node scenario's own test is judged by the sharding proof's one-server
-    replay (make test-sharding: tests/test_sharding.py), which replays the same file."""
-    return [s.name for s in scenario_models() if s.name not in QUICK and not se.is_multi_node(s)]
+def rest_not_sharded() -> list[str]:
+    """What CI leaves to this file (RULESGEN_SCENARIOS=rest-not-sharded): the scenarios beyond make test's
+    that the sharding proof does not replay under the same RULESGEN_SHARDING. The proof's one-server replay
+    is the scenario's own promtool test (tests/test_sharding.py), so it judges that test as this file does."""
+    import test_sharding
+    return [s.name for s in scenario_models() if s.name not in QUICK and s.name not in test_sharding.CHOSEN]
 
 
 REPLAYED = replay_choice("RULESGEN_SCENARIOS", [p.stem for p in SCENARIOS], QUICK,
-                         more={"rest-single-node": rest_on_one_node})
+                         more={"rest-not-sharded": rest_not_sharded})
+
+
+@replay_fixture
+def promtool_results(request):
+    """promtool on the selected scenarios' rendered tests, one process per file (conftest's pool)."""
+    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
+    chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
+    return promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
 
 
 def test_every_failure_mode_has_a_positive_scenario():
@@ -68,14 +76,6 @@ def test_every_failure_mode_has_a_positive_scenario():
 def test_at_least_six_normal_load_scenarios():
     normal = [s.name for s in scenario_models() if s.is_normal]
     assert len(normal) >= 6, normal
-
-
-@replay_fixture
-def promtool_results(request):
-    """promtool on the selected scenarios' rendered tests, one process per file (conftest's pool)."""
-    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
-    chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
-    return promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
 
 
 def test_variants_are_scenarios():
@@ -105,12 +105,13 @@ def test_make_test_fires_every_alert_group():
 
 
 def test_ci_replays_every_scenario_on_promtool():
-    """CI's selection (RULESGEN_SCENARIOS=rest-single-node after make test's QUICK, the multi-node
-    scenarios in make test-sharding) leaves no scenario out."""
+    """CI's selection (make test's QUICK, then RULESGEN_SCENARIOS=rest-not-sharded here and make
+    test-sharding under the same RULESGEN_SHARDING) leaves no scenario out, and the proof replays only
+    multi-node scenarios."""
     import test_sharding
     every = {s.name for s in scenario_models()}
-    assert set(QUICK) | set(rest_on_one_node()) | set(test_sharding.MULTI_NODE) == every
-    assert set(test_sharding.SELECTIONS["all"]) == set(test_sharding.MULTI_NODE)
+    assert set(QUICK) | set(rest_not_sharded()) | set(test_sharding.CHOSEN) == every
+    assert set(test_sharding.CHOSEN) <= set(test_sharding.MULTI_NODE)
 
 
 @pytest.mark.parametrize("scenario", REPLAYED)
