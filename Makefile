@@ -42,8 +42,10 @@ test-package: $(STAMP) tools
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
 # multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;
-# RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof once caught, as .ci/run does), the
-# regrouped files against the unsplit ones, one shard plus the global tier. make test runs none of them.
+# RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof once caught; =modes: and one
+# scenario for each failure mode they leave, as .ci/run does), the regrouped files against the unsplit ones,
+# one shard plus the global tier. make test runs none of them. The one-server replay of a scenario is its own
+# promtool test: REPLAY=rest-not-sharded (with the same RULESGEN_SHARDING) leaves those to test-sharding.
 # An interrupt after every rename of a render's commit phase (make test interrupts a spread of them): ~30 s.
 test-interrupts-all: $(STAMP)
 	RULESGEN_EVERY_RENAME=1 $(BIN)/python -m pytest -q tests/test_interrupts.py -k every_rename
@@ -55,7 +57,8 @@ test-sharding: $(STAMP) tools
 test-vm-all: $(STAMP) tools
 	RULESGEN_VM_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
 
-# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~20 minutes on 2 cores.
+# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~20 minutes on 2 cores;
+# REPLAY=rest-not-sharded: all but QUICK and the scenarios make test-sharding replays (same RULESGEN_SHARDING).
 test-scenarios-all: $(STAMP) tools
 	RULESGEN_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_scenarios.py -k passes_in_promtool
 

@@ -5,7 +5,9 @@ as one server over everything (tests/shard_equality.py says how, on promtool).
 
 The proof is a longer suite, outside `make test` (each scenario is four promtool replays): `make
 test-sharding` (marker `equality`) replays every multi-node scenario and the check that the harness can
-fail; CI the cross-shard scenarios and those the proof once caught (RULESGEN_SHARDING=found)."""
+fail; CI RULESGEN_SHARDING=modes: the cross-shard scenarios, those the proof once caught and one scenario
+for each failure mode they leave. The one-server replay is the scenario's own promtool test, so CI's
+tests/test_scenarios.py leaves those scenarios to this file (RULESGEN_SCENARIOS=rest-not-sharded)."""
 import os
 import tempfile
 from pathlib import Path
@@ -30,7 +32,7 @@ CROSS_SHARD = {
     "baseline-replaced-gpu-eight-degrees": ("gpu-h100-y04", "gpu-h100-y05"),  # judged by fleet peers, both shards
 }
 # Scenarios in which the proof once found a difference (each fixed since): RULESGEN_SHARDING=found replays
-# them with the cross-shard ones (as CI does), `make test-sharding` with every multi-node scenario.
+# them with the cross-shard ones (CI: =modes, with PER_MODE too), `make test-sharding` with every multi-node scenario.
 FOUND = ("thermal-throttling-cooling-failure",  # a cleared local part held 10m by its slow read (the end marker)
          "normal-frozen-lookalikes", "normal-hard-loss-lookalikes-15s", "normal-hard-loss-lookalikes-30s",
          "normal-hard-loss-lookalikes-60s", "normal-nvlink-fabric-boot-pcie", "nvlink-fabric-gb200-nvl72")
@@ -47,7 +49,17 @@ def _scenarios():
 
 ALL = _scenarios()
 MULTI_NODE = sorted(name for name, s in ALL.items() if se.is_multi_node(s))
-SELECTIONS = {"all": tuple(MULTI_NODE), "ci": tuple(CROSS_SHARD), "found": tuple(CROSS_SHARD) + FOUND}
+# For every failure mode the scenarios above do not fire, one multi-node scenario that does (the cheapest to
+# replay, in steps x series): with them, RULESGEN_SHARDING=modes (what CI proves) fires every failure mode
+# a multi-node scenario fires, on two shards.
+PER_MODE = ("dataloader-starvation", "dcgm-health-warn-fail", "ecc-correctable-rate", "fb-memory-pressure",
+            "gpu-idle-allocated", "gpu-lost-every-gpu", "low-occupancy", "memory-bandwidth-bound",
+            "memory-overheat-gb200-own-limit", "memory-remap-pending", "misleading-utilization",
+            "nvlink-errors-crc-replay", "pcie-bound-a100", "pcie-errors-replay", "power-anomaly-gb300-over-limit",
+            "straggler", "telemetry-blind-spot", "telemetry-frozen-hostengine-hang", "tensor-cores-idle",
+            "xid-31-mmu-fault", "xid-31-same-gpu-two-jobs", "xid-repeated-reset")
+SELECTIONS = {"all": tuple(MULTI_NODE), "ci": tuple(CROSS_SHARD), "found": tuple(CROSS_SHARD) + FOUND,
+              "modes": tuple(CROSS_SHARD) + FOUND + PER_MODE}
 _SELECTION = os.environ.get("RULESGEN_SHARDING", "all").strip()
 assert _SELECTION in SELECTIONS, f"RULESGEN_SHARDING={_SELECTION!r}: expected one of {sorted(SELECTIONS)}"
 CHOSEN = [name for name in MULTI_NODE if name in SELECTIONS[_SELECTION]]
@@ -55,6 +67,14 @@ CHOSEN = [name for name in MULTI_NODE if name in SELECTIONS[_SELECTION]]
 
 def _hosts(series) -> set[str]:
     return {labels[h] for s, _ in series for labels in [se.parse_series(s)[1]] for h in se.HOST_LABELS if h in labels}
+
+
+def test_ci_selection_fires_every_failure_mode_of_the_multi_node_scenarios():
+    def fired(names):
+        return {e.failure_mode for name in names for e in ALL[name].expect}
+    assert set(SELECTIONS["modes"]) <= set(MULTI_NODE)
+    assert fired(SELECTIONS["modes"]) == fired(MULTI_NODE)
+    assert all(fired([name]) - fired(SELECTIONS["found"]) for name in PER_MODE)  # none is there for nothing
 
 
 @pytest.mark.parametrize("name", sorted(CROSS_SHARD))
