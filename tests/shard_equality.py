@@ -184,16 +184,17 @@ def replay(promtool: str, files, series: list[tuple[str, str]], interval: int, e
     return run
 
 
-def replay_test(promtool: str, test_file: Path, scenario: Scenario, workdir: Path) -> tuple[Run, tuple[str, ...]]:
+def replay_test(promtool: str, test_file: Path, scenario: Scenario, files, workdir: Path) -> tuple[Run, tuple[str, ...]]:
     """A scenario's generated promtool test (its input series, rule files and expectations) with the ALERTS
     listings added: the alerts at every evaluation time, and what promtool reports against the scenario's
-    own expectations (nothing when they hold: the verdict `promtool test rules` gives the file alone)."""
+    own expectations (nothing when they hold: the verdict `promtool test rules` gives the file alone).
+    The test must replay the scenario's series through `files`, as the shards are given them."""
     doc = yaml.load(test_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     (test,) = doc["tests"]
     given = sorted((s["series"], s["values"]) for s in test["input_series"])
-    if given != sorted(scenario.series):
-        raise RuntimeError(f"{test_file} does not replay the series of scenario {scenario.name}")
     doc["rule_files"] = [str((test_file.parent / f).resolve()) for f in doc["rule_files"]]
+    if given != sorted(scenario.series) or sorted(doc["rule_files"]) != sorted(str(Path(f).resolve()) for f in files):
+        raise RuntimeError(f"{test_file} does not replay scenario {scenario.name}'s series through {list(map(str, files))}")
     test["promql_expr_test"] = test.get("promql_expr_test", []) + listings(
         "ALERTS", scenario.duration, scenario.evaluation_interval)
     return _run(promtool, doc, workdir, "single")
@@ -326,7 +327,7 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
                                                  scenario.evaluation_interval, scenario.duration, "ALERTS", workdir,
                                                  "single"), ()))
         else:
-            single = pool.submit(replay_test, promtool, reference_test, scenario, workdir)
+            single = pool.submit(replay_test, promtool, reference_test, scenario, topology.single, workdir)
         shards = [pool.submit(replay, promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval,
                               scenario.duration, listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
         (reference, expectations), shard_runs = single.result(), [f.result() for f in shards]

@@ -129,8 +129,9 @@ def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, 
         sample["value"] = 0
     planted = tmp_path / "planted.yaml"
     planted.write_text(yaml.safe_dump(doc, sort_keys=False, width=1 << 30))
-    run, failures = se.replay_test(promtool, original, ALL[name], tmp_path)
-    planted_run, planted_failures = se.replay_test(promtool, planted, ALL[name], tmp_path)
+    files = se.rendered_topology(rendered).single
+    run, failures = se.replay_test(promtool, original, ALL[name], files, tmp_path)
+    planted_run, planted_failures = se.replay_test(promtool, planted, ALL[name], files, tmp_path)
     assert failures == () and len(planted_failures) == len(expected)
     assert all("exp: {} 0E+00" in f and "got: {} 1E+00" in f for f in planted_failures), planted_failures[:2]
     assert planted_run.samples == run.samples and se.alerts(run, "shard")
