@@ -91,10 +91,13 @@ class GrafanaHandler(BaseHTTPRequestHandler):
         self._handle("POST")
 
 
+POLL = 0.02  # seconds between shutdown checks: serve_forever's default (0.5) is half a second per test
+
+
 @pytest.fixture
 def grafana():
     server = FakeGrafana()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
     thread.start()
     yield server
     server.shutdown()
@@ -104,7 +107,7 @@ def grafana():
 @pytest.fixture
 def slow_grafana():
     server = FakeGrafana(delay=2.0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
     thread.start()
     yield server
     server.shutdown()
