@@ -132,7 +132,14 @@ def selector_from(vs, range_: timedelta | None = None, function: str | None = No
 
 def selectors(expr: Expr | str) -> tuple[Selector, ...]:
     """Every series selector, in the order written."""
-    return _selectors(as_tree(expr))
+    return _text_selectors(expr) if isinstance(expr, str) else _selectors(expr)
+
+
+@lru_cache(maxsize=8192)
+def _text_selectors(text: str) -> tuple[Selector, ...]:
+    """selectors() of a text, kept like its tree: the builders, checks and dashboards ask for the same rule's
+    selectors many times (the answer is a tuple of frozen Selectors)."""
+    return _selectors(parse(text))
 
 
 def _selectors(expr: Expr) -> tuple[Selector, ...]:
