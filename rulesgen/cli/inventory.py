@@ -181,11 +181,12 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
         click.echo(line)
 
 
-def _rule_tier(plan, name: str) -> dict:
-    """{name, kind, group, file, tier, why, node}: the rule's tier in a fleet sharded by node (tiers.py)."""
+def _rule_tier(plan, name: str, c=None) -> dict:
+    """{name, kind, group, file, tier, why, node}: the rule's tier in a fleet sharded by node (tiers.py); `c`:
+    the rule set's classification when the caller has it already (it is the same for every rule)."""
     from ..promql.tiers import classify
     rules = list(plan.rules.rules)
-    c = classify(rules, plan.settings)
+    c = classify(rules, plan.settings) if c is None else c
     place = {id(r): (f.path, g.name) for f in plan.rules.files for g in f.groups for r in g.rules}
     i = next(i for i, r in enumerate(rules) if (r.record or r.alert) == name)
     t = c.tiers[i]
@@ -222,7 +223,9 @@ def _explain_json(plan, fm) -> dict:
     inactive (reason or null), covers: [{target, values}],
     covered_by: [{source, values}], runbook: {check, act}, path: [lines of the text PATH section]}."""
     from ..builders.rules import limit_sources
+    from ..promql.tiers import classify
     from .lineage import alert_path
+    tiers = classify(list(plan.rules.rules), plan.settings)
     covered_by: dict[str, list[str]] = {}
     for m in plan.catalog.failure_modes:
         for target, value in m.covers:
@@ -236,7 +239,7 @@ def _explain_json(plan, fm) -> dict:
                         "from_config": t.from_config} for t in plan.resolved.mode(fm.id).thresholds],
         "limits": limit_sources(plan.catalog, fm),
         "alerts": [{"alert": r.alert, "severity": dict(r.labels)["severity"], "action": dict(r.labels)["action"],
-                    "for_seconds": r.for_seconds, "expr": r.expr, "tier": _rule_tier(plan, r.alert)["tier"]}
+                    "for_seconds": r.for_seconds, "expr": r.expr, "tier": _rule_tier(plan, r.alert, tiers)["tier"]}
                    for r in plan.rules.rules if r.failure_mode == fm.id],
         "inactive": plan.resolved.mode(fm.id).inactive,
         "covers": [{"target": t, "values": [v for x, v in fm.covers if x == t and v]} for t in targets],
