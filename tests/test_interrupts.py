@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,18 @@ def _interrupted(folder: Path, args: list[str], at: str, k: int, sig: str = "SIG
                             env=env, capture_output=True, text=True, timeout=300)
     result.stderr = without_promtool_note(result.stderr)
     return result
+
+
+def _interrupted_in_copies(repo: Path, old: dict, args: list[str], cases: list[tuple], script: str = INTERRUPT):
+    """[(folder, result)] of _interrupted(folder, args, *case) for each (at, k, sig) case, each in its own fresh
+    copy of the old tree beside repo, two processes at a time: the cases share nothing, and each process spends
+    most of its time starting and planning."""
+    folders = [repo.parent / f"{repo.name}-{i}" for i in range(len(cases))]
+    for folder in folders:
+        _reset(folder, old)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda fc: _interrupted(fc[0], args, *fc[1], script=script), zip(folders, cases)))
+    return list(zip(folders, results))
 
 
 NEW_CONFIG = """\
@@ -118,21 +131,20 @@ def _commit_steps(repo: Path, old: dict, new: dict) -> int:
 
 
 def _reset(repo: Path, old: dict) -> None:
-    shutil.rmtree(repo)
+    shutil.rmtree(repo, ignore_errors=True)  # a folder of an earlier test, or none yet
     for rel, data in old.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_bytes(data)
 
 
-def _check_interrupted_commit(repo, old, new, args, k, sig, code):
+def _check_interrupted_commits(repo, old, new, args, ks, sig, code):
     steps = _commit_steps(repo, old, new)
-    _reset(repo, old)
-    result = _interrupted(repo, args, "rename", k, sig)
-    assert result.returncode == code, (k, result.stderr)
-    assert result.stderr.splitlines()[-1] == (
-        f"rulesgen: interrupted by {sig}; the render had finished: {steps} file(s) changed in ."), k
-    assert tree(repo) == new, f"interrupted after rename {k} of {steps}: not the new tree"
-    assert temporaries(repo) == [], k
+    for k, (folder, result) in zip(ks, _interrupted_in_copies(repo, old, args, [("rename", k, sig) for k in ks])):
+        assert result.returncode == code, (k, result.stderr)
+        assert result.stderr.splitlines()[-1] == (
+            f"rulesgen: interrupted by {sig}; the render had finished: {steps} file(s) changed in ."), k
+        assert tree(folder) == new, f"interrupted after rename {k} of {steps}: not the new tree"
+        assert temporaries(folder) == [], k
 
 
 # One process per rename (about 25 s for all of them): `make test` interrupts a spread (the first two, the last
@@ -145,8 +157,8 @@ def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_n
     steps = _commit_steps(repo, old, new)
     assert steps > 20
     every = range(1, steps + 1)
-    for k in every if EVERY_RENAME else sorted({1, 2, steps - 1, steps, *every[4::5]}):
-        _check_interrupted_commit(repo, old, new, args, k, "SIGINT", 130)
+    ks = list(every) if EVERY_RENAME else sorted({1, 2, steps - 1, steps, *every[4::5]})
+    _check_interrupted_commits(repo, old, new, args, ks, "SIGINT", 130)
 
 
 @pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
@@ -154,20 +166,17 @@ def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, si
     repo, old, new, args = old_and_new
     steps = _commit_steps(repo, old, new)
     assert any(p.startswith("tests/promtool/") for p in new) and steps > 40
-    for k in (1, steps // 2, steps):
-        _check_interrupted_commit(repo, old, new, args, k, sig, code)
+    _check_interrupted_commits(repo, old, new, args, [1, steps // 2, steps], sig, code)
 
 
 def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new):
     repo, old, new, args = old_and_new
     written = len({p for p in new if old.get(p) != new[p]})
-    for k in (1, 2, written):
-        _reset(repo, old)
-        result = _interrupted(repo, args, "stage", k)
+    for folder, result in _interrupted_in_copies(repo, old, args, [("stage", k, "SIGINT") for k in (1, 2, written)]):
         assert result.returncode == 130, result.stderr
         assert result.stderr.splitlines() == ["rulesgen: interrupted by SIGINT; nothing written into ."]
-        assert tree(repo) == old
-        assert temporaries(repo) == []
+        assert tree(folder) == old
+        assert temporaries(folder) == []
 
 
 def test_ctrl_c_before_the_render_writes_exits_130_with_one_line(tmp_path):
@@ -201,14 +210,14 @@ def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new):
     assert "dst_of[:] = [dst]" in script
     script = script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
     steps = _commit_steps(repo, old, new)
-    for k in (1, steps // 2, steps):
-        _reset(repo, old)
-        result = _interrupted(repo, args, "rename", k, script=script)
+    ks = (1, steps // 2, steps)
+    for k, (folder, result) in zip(ks, _interrupted_in_copies(repo, old, args, [("rename", k, "SIGINT") for k in ks],
+                                                               script=script)):
         assert result.returncode == 1, result.stderr
-        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: cannot write into {repo}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: cannot write into {folder}"), result.stderr
         assert result.stderr.endswith(": Permission denied; nothing written\n")
-        assert tree(repo) == old, k
-        assert temporaries(repo) == []
+        assert tree(folder) == old, k
+        assert temporaries(folder) == []
 
 
 def test_a_temporary_folder_a_kill_9_leaves_behind_is_ignored_by_git(small_old_and_new):
