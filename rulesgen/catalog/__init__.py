@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import Collector, RulesgenError
 from ..load.memo import Memo, digest
-from ..load.yamlsource import load_file
+from ..load.yamlsource import load_file_kept
 from ..model.catalog import Catalog, Routing
 from ..model.panels import PANELS
 from ..model.roles import METRIC, RECORD, ROLES
@@ -52,7 +52,7 @@ def _load_catalog(directory: Path) -> Catalog:
     problems = []
     for name in CATALOG_FILES + tuple(n for n in OPTIONAL_FILES if (directory / n).exists()):
         try:
-            docs[name] = load_file(directory / name, str(directory / name), collect=errors.items)
+            docs[name] = load_file_kept(directory / name, str(directory / name), collect=errors.items)
         except RulesgenError as exc:
             problems.extend(exc.diagnostics)
     if problems:  # a file that does not parse leaves nothing to cross-check

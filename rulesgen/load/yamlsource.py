@@ -6,12 +6,16 @@ Duplicate keys are errors (PyYAML silently keeps the last one).
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 
 from ..errors import Diagnostic, RulesgenError, Where
+from .memo import Memo
 
 # libyaml's parser when PyYAML has it (about 20x faster on large scenario files); node marks and
 # our position-recording constructors work the same with either.
@@ -95,15 +99,58 @@ def load_text(text: str, path: str, collect: list[Diagnostic] | None = None):
     return data
 
 
-def load_file(path: Path, display: str | None = None, collect: list[Diagnostic] | None = None):
-    shown = display or str(path)
+def _read(path: Path, shown: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RulesgenError([Diagnostic(shown, 1, 1, "missing-file", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesgenError([Diagnostic(shown, 1, 1, "unreadable-file", str(exc))]) from None
-    return load_text(text, shown, collect)
+
+
+def load_file(path: Path, display: str | None = None, collect: list[Diagnostic] | None = None):
+    shown = display or str(path)
+    return load_text(_read(path, shown), shown, collect)
+
+
+_PARSED: Memo[tuple] = Memo(size=64)
+
+
+def load_file_kept(path: Path, display: str | None = None, collect: list[Diagnostic] | None = None):
+    """load_file() for a file read again and again, whole or in copies (a catalog's: each folder it is copied
+    to, each variant with one file edited): parsed once per text; each caller gets its own copy of the tree,
+    with its own path in every position, and the same key-level problems (a syntax error raises every time)."""
+    shown = display or str(path)
+    text = _read(path, shown)
+
+    def parse():
+        problems: list[Diagnostic] = []
+        return load_text(text, shown, problems), tuple(problems)
+    data, problems = _PARSED.get(hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest(), parse)
+    problems = [replace(d, path=shown) for d in problems]
+    if problems and collect is None:
+        raise RulesgenError(problems)
+    if collect is not None:
+        collect.extend(problems)
+    return _copy(data, shown)
+
+
+def _copy(value, path: str):
+    """A parsed tree's copy whose positions name `path`: new Nodes and NodeLists, the same scalars."""
+    if isinstance(value, Node):
+        out = Node((k, _copy(v, path)) for k, v in value.items())
+        out.where = Where(path, value.where.line, value.where.col)
+        out.key_where = {k: Where(path, w.line, w.col) for k, w in value.key_where.items()}
+        out.body_where = {k: Where(path, w.line, w.col) for k, w in value.body_where.items()}
+        return out
+    if isinstance(value, NodeList):
+        out = NodeList(_copy(v, path) for v in value)
+        out.where = Where(path, value.where.line, value.where.col)
+        out.item_where = [Where(path, w.line, w.col) for w in value.item_where]
+        return out
+    if value is None or isinstance(value, (str, int, float)):  # bool is an int
+        return value
+    return copy.deepcopy(value)  # a date, a set (!!set) ...: nothing shares a mutable value
 
 
 def where_in(where: Where, body: Where | None, text: str, word: str) -> Where:
