@@ -29,7 +29,7 @@ import promql_parser as pp
 from . import labels as label_flow
 from . import printer as promql_print
 from .graph import ALERT_SERIES
-from .tree import Expr, as_tree, names_read, number, selector_from, unwrap
+from .tree import Expr, as_tree, names_read, nodes, number, selector_from, unwrap
 
 LOCAL, PARTIAL, GLOBAL = "local", "partial", "global"
 TIERS = (LOCAL, PARTIAL, GLOBAL)
@@ -100,12 +100,35 @@ class Classifier:
         # alerts whose top-level `or` branches are of both tiers: (local branches, the others)
         self.halves: dict[int, tuple[tuple[Expr, ...], tuple[Expr, ...]]] = {}
         self.decomposition: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+        inputs = [self._inputs(r) for r in self.rules]
+        walked, changed = [-1] * len(self.rules), [-1] * len(self.rules)  # the step of each rule's last walk, change
+        step = 0
         for _ in range(len(self.rules) + 2):  # monotone: each pass can only raise tiers
             before = list(self.tiers)
             for i, r in enumerate(self.rules):
+                # a walk reads only the tiers (and halves) of its inputs: none changed since it read them, the
+                # walk would give the same answer (its own change counts: a record may read itself)
+                if walked[i] >= 0 and all(changed[j] < walked[i] for j in inputs[i]):
+                    continue
+                step += 1
+                old = (self.tiers[i], self.halves.get(i))
                 self.tiers[i] = self._rule(i, r)
+                walked[i] = step
+                if (self.tiers[i], self.halves.get(i)) != old:
+                    changed[i] = step
             if before == self.tiers:
                 break
+
+    def _inputs(self, rule) -> frozenset[int]:
+        """The rules whose tier the walk of `rule` reads: the writers of each record it names, every alert
+        when it reads ALERTS (the walk reads a selector's name only, as record_tier and alert_tier do)."""
+        out: set[int] = set()
+        for e in nodes(rule.expr):
+            if isinstance(e, pp.VectorSelector) and e.name in ALERT_SERIES:
+                out.update(i for i, _ in self.alert_series)
+            elif isinstance(e, pp.VectorSelector) and e.name:
+                out.update(self.writers.get(e.name, ()))
+        return frozenset(out)
 
     # -- records and ALERTS -------------------------------------------------------------------------
 
