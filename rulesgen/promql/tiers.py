@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import promql_parser as pp
 
@@ -58,7 +59,10 @@ def partition_labels(settings) -> tuple[str, ...]:
     return tuple(dict.fromkeys((settings.host_label, *settings.host_sources, "instance")))
 
 
+@lru_cache(maxsize=16384)
 def _shown(e: Expr) -> str:
+    """A node as a reason quotes it (kept by node, which the cache keeps alive: each rule's tree is parsed
+    once, and walked on every pass and by every classification of its rule set)."""
     try:
         text = promql_print.to_text(e)
     except TypeError:  # pragma: no cover - every node type prints
