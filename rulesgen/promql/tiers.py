@@ -104,6 +104,7 @@ class Classifier:
         # alerts whose top-level `or` branches are of both tiers: (local branches, the others)
         self.halves: dict[int, tuple[tuple[Expr, ...], tuple[Expr, ...]]] = {}
         self.decomposition: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+        self.answers: dict[int, tuple[Expr, Tier]] | None = None  # walk()'s once classified (id of the node: node, tier)
         inputs = [self._inputs(r) for r in self.rules]
         walked, changed = [-1] * len(self.rules), [-1] * len(self.rules)  # the step of each rule's last walk, change
         step = 0
@@ -122,6 +123,8 @@ class Classifier:
                     changed[i] = step
             if before == self.tiers:
                 break
+        self.answers = {}  # walk()'s, from now on: the tiers are final
+
 
     def _inputs(self, rule) -> frozenset[int]:
         """The rules whose tier the walk of `rule` reads: the writers of each record it names, every alert
@@ -201,6 +204,15 @@ class Classifier:
         return inner.open and not self.partition <= frozenset(e.modifier.labels) or bool(inner.known & self.partition)
 
     def walk(self, e: Expr) -> Tier:
+        """The tier of a node. Once the rule set is classified, kept by node (kept alive with its answer, so
+        that its id is never reused): the sharded builder asks again for each node of a global rule."""
+        if self.answers is None:
+            return self._walk(e)
+        if id(e) not in self.answers:
+            self.answers[id(e)] = (e, self._walk(e))
+        return self.answers[id(e)][1]
+
+    def _walk(self, e: Expr) -> Tier:
         if isinstance(e, pp.VectorSelector):
             return self.selector(e)
         if isinstance(e, pp.MatrixSelector):
