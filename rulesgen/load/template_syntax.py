@@ -104,12 +104,15 @@ def bits_used(template: str) -> list[tuple[str, str, bool]]:
     return out
 
 
-def placeholders(template: str) -> set[str] | None:
-    """The context names a template reads ([[ x ]], [% if x %]); None when it does not parse."""
+@lru_cache(maxsize=4096)
+def placeholders(template: str) -> frozenset[str] | None:
+    """The context names a template reads ([[ x ]], [% if x %]); None when it does not parse. Kept by text,
+    as the tree is: every load of a catalog checks the same texts."""
     tree = _syntax_tree(template)
-    return None if tree is None else jinja2.meta.find_undeclared_variables(tree)
+    return None if tree is None else frozenset(jinja2.meta.find_undeclared_variables(tree))
 
 
+@lru_cache(maxsize=4096)
 def syntax_error(template: str) -> str | None:
     try:
         _ENV.parse(template)
