@@ -76,8 +76,10 @@ def _syntax_tree(template: str) -> nodes.Template | None:
         return None  # render() reports it, with its line
 
 
-def attributes_used(template: str, name: str) -> set[str]:
-    """Keys a template reads from the context entry `name` ([[ limit.x ]] or [[ limit["x"] ]])."""
+@lru_cache(maxsize=8192)
+def attributes_used(template: str, name: str) -> frozenset[str]:
+    """Keys a template reads from the context entry `name` ([[ limit.x ]] or [[ limit["x"] ]]); kept by text,
+    as every walk of a template's tree below is (the catalog's loads and builds ask for the same texts)."""
     tree = _syntax_tree(template)
     out: set[str] = set()
     for node in tree.find_all((nodes.Getattr, nodes.Getitem)) if tree else ():
@@ -86,12 +88,17 @@ def attributes_used(template: str, name: str) -> set[str]:
                 out.add(node.attr)
             elif isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
                 out.add(node.arg.value)
-    return out
+    return frozenset(out)
 
 
 def bits_used(template: str) -> list[tuple[str, str, bool]]:
     """(metric, bit name, in a matcher) for each bit a template reads: [[ bit.METRIC.NAME ]] (False) and
     bit_matcher("METRIC", "NAME", ...) (True), in the order they stand."""
+    return list(_bits_used(template))
+
+
+@lru_cache(maxsize=4096)
+def _bits_used(template: str) -> tuple[tuple[str, str, bool], ...]:
     tree = _syntax_tree(template)
     out = []
     for node in tree.find_all((nodes.Getattr, nodes.Call)) if tree else ():
@@ -101,7 +108,7 @@ def bits_used(template: str) -> list[tuple[str, str, bool]]:
         elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "bit_matcher":
             args = [a.value for a in node.args if isinstance(a, nodes.Const) and isinstance(a.value, str)]
             out += [(args[0], b, True) for b in args[1:]]
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)
@@ -121,7 +128,8 @@ def syntax_error(template: str) -> str | None:
     return None
 
 
-def names_used(template: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def names_used(template: str) -> frozenset[str]:
     """Identifiers a template names inside its placeholders: attributes ([[ m.DCGM_FI_X ]]) and
     string arguments that are names ([[ rate("DCGM_FI_X", "5m") ]]); the PromQL around them is
     checked once rendered (rules.py)."""
@@ -130,4 +138,4 @@ def names_used(template: str) -> set[str]:
     for const in tree.find_all(nodes.Const) if tree else ():
         if isinstance(const.value, str) and const.value and all(ch.isalnum() or ch == "_" for ch in const.value):
             out.add(const.value)
-    return out
+    return frozenset(out)
