@@ -321,13 +321,14 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     listed = f"ALERTS|{topology.allowlist}"
     halves = split(scenario)
     # the one server and the shards are independent replays: run them at once (one promtool each)
+    def one_server() -> tuple[Run, tuple[str, ...]]:
+        if reference_test is not None:
+            return replay_test(promtool, reference_test, scenario, topology.single, workdir)
+        return replay(promtool, topology.single, list(scenario.series), scenario.interval, scenario.evaluation_interval,
+                      scenario.duration, "ALERTS", workdir, "single"), ()
+
     with ThreadPoolExecutor(max_workers=1 + len(halves)) as pool:
-        if reference_test is None:
-            single = pool.submit(lambda: (replay(promtool, topology.single, list(scenario.series), scenario.interval,
-                                                 scenario.evaluation_interval, scenario.duration, "ALERTS", workdir,
-                                                 "single"), ()))
-        else:
-            single = pool.submit(replay_test, promtool, reference_test, scenario, topology.single, workdir)
+        single = pool.submit(one_server)
         shards = [pool.submit(replay, promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval,
                               scenario.duration, listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
         (reference, expectations), shard_runs = single.result(), [f.result() for f in shards]

@@ -129,8 +129,9 @@ def related_pairs(rules: Sequence) -> set[tuple[int, int]]:
             writers_named.setdefault(n, []).append(i)
     pairs = set()
     for j, reader in enumerate(rules):
-        matchers = [_name_matchers(s) for s in _selectors(reader.expr) or ()]
-        if _selectors(reader.expr) is None or any(len(m) != 1 or m[0][0] != "=" for m in matchers):
+        selectors = _selectors(reader.expr)
+        matchers = [_name_matchers(s) for s in selectors or ()]
+        if selectors is None or any(len(m) != 1 or m[0][0] != "=" for m in matchers):
             candidates = range(len(rules))  # no plain name to look up: ask every writer
         else:
             candidates = sorted({i for m in matchers for i in writers_named.get(m[0][1], ())})

@@ -181,12 +181,12 @@ def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
         click.echo(line)
 
 
-def _rule_tier(plan, name: str, c=None) -> dict:
-    """{name, kind, group, file, tier, why, node}: the rule's tier in a fleet sharded by node (tiers.py); `c`:
-    the rule set's classification when the caller has it already (it is the same for every rule)."""
+def _rule_tier(plan, name: str, classified=None) -> dict:
+    """{name, kind, group, file, tier, why, node}: the rule's tier in a fleet sharded by node (tiers.py);
+    `classified`: the rule set's classification when the caller has it already (the same for every rule)."""
     from ..promql.tiers import classify
     rules = list(plan.rules.rules)
-    c = classify(rules, plan.settings) if c is None else c
+    c = classify(rules, plan.settings) if classified is None else classified
     place = {id(r): (f.path, g.name) for f in plan.rules.files for g in f.groups for r in g.rules}
     i = next(i for i, r in enumerate(rules) if (r.record or r.alert) == name)
     t = c.tiers[i]

@@ -7,7 +7,6 @@ Duplicate keys are errors (PyYAML silently keeps the last one).
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -113,7 +112,7 @@ def load_file(path: Path, display: str | None = None, collect: list[Diagnostic] 
     return load_text(_read(path, shown), shown, collect)
 
 
-_PARSED: Memo[tuple] = Memo(size=64)
+_PARSED: Memo[tuple] = Memo(size=64)  # by the file's text
 
 
 def load_file_kept(path: Path, display: str | None = None, collect: list[Diagnostic] | None = None):
@@ -126,7 +125,7 @@ def load_file_kept(path: Path, display: str | None = None, collect: list[Diagnos
     def parse():
         problems: list[Diagnostic] = []
         return load_text(text, shown, problems), tuple(problems)
-    data, problems = _PARSED.get(hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest(), parse)
+    data, problems = _PARSED.get(text, parse)
     problems = [replace(d, path=shown) for d in problems]
     if problems and collect is None:
         raise RulesgenError(problems)

@@ -125,7 +125,6 @@ class Classifier:
                 break
         self.answers = {}  # walk()'s, from now on: the tiers are final
 
-
     def _inputs(self, rule) -> frozenset[int]:
         """The rules whose tier the walk of `rule` reads: the writers of each record it names, every alert
         when it reads ALERTS (the walk reads a selector's name only, as record_tier and alert_tier do)."""
