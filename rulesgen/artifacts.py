@@ -22,6 +22,7 @@ from .checks.rate_window import shortest_rate_window
 from .durations import format_duration
 from .errors import Diagnostic, RulesgenError
 from .load.resolved import Resolved, check_against_catalog, resolve
+from .memo import Memo
 from .load.scenarios import Scenario, adapt, load_scenarios, unmatched_selector
 from .load.settings import Settings, load_settings
 from .model.catalog import Catalog
@@ -127,9 +128,14 @@ def check_scrape_interval(settings: Settings, rules: RuleSet) -> None:
             f"must be at most {format_duration(limit)}")])
 
 
+_SERIES_BLOCKS: Memo[str] = Memo(size=256)  # by the series themselves: a process that plans again reuses them
+
+
 def series_block(doc: dict) -> str:
     """A scenario test's input series as YAML, dumped once for both engines' tests (most of their text)."""
-    return dump_nested("tests", "input_series", doc["tests"][0]["input_series"])
+    series = doc["tests"][0]["input_series"]
+    key = tuple((s["series"], s["values"]) for s in series)
+    return _SERIES_BLOCKS.get(key, lambda: dump_nested("tests", "input_series", series))
 
 
 def with_series(doc: dict, block: str) -> str:

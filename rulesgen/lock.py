@@ -4,6 +4,7 @@ when the installed rulesgen is another version, and CI installs it with `pip ins
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 LOCK = "rulesgen.lock"
@@ -11,8 +12,10 @@ DISTRIBUTION = "dcgm-rulesgen"  # PyPI's `rulesgen` is another project
 _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s#;]+)", re.M)
 
 
+@cache
 def installed() -> tuple[str, str]:
-    """(distribution name, version) of the running rulesgen."""
+    """(distribution name, version) of the running rulesgen (read once: scanning every installed
+    distribution is slow, and the running one does not change)."""
     from importlib import metadata
     names = metadata.packages_distributions().get("rulesgen") or [DISTRIBUTION]
     name = DISTRIBUTION if DISTRIBUTION in names else names[0]  # a venv may still hold the package's old name

@@ -15,6 +15,7 @@ from rulesgen.catalog import load_catalog
 from rulesgen.checks import CHECKS, lint_files
 from rulesgen.load.settings import load_settings
 from rulesgen.model.output import KubeOutput
+from rulesgen.errors import Where
 from rulesgen.model.output import Rule, RuleFile, RuleGroup
 from rulesgen.render import kube
 from rulesgen.render.prometheus import render_rule_file
@@ -140,6 +141,21 @@ def test_a_reader_evaluated_before_its_writer_stays_before_it():
     pieces = engine_fit.split_group(group, 20)
     assert [(p.name, [r.record or r.alert for r in p.rules]) for p in pieces] == [
         ("rulesgen-x-reads-alerts", ["r:alerts:sum"]), ("rulesgen-x", ["Hot", "r:a:b", "Many"])]
+
+
+def test_a_group_equal_to_one_split_before_is_split_into_its_own_rules():
+    """The pieces are worked out once per process for the same texts (a test suite plans the same catalog
+    again and again), but each split returns the rules it was given: with their own catalog positions."""
+    def group(path):
+        return RuleGroup("rulesgen-y", tuple(
+            Rule(expr=f'sum(ALERTS{{alertname="A{i}"}})' if i % 3 == 0 else f"vector({i})", record=f"r:y:{i}",
+                 source=Where(path, i + 1, 1)) for i in range(25)), 60)
+    first, second = engine_fit.split_group(group("a/failure_modes.yaml"), 20), engine_fit.split_group(group("b/failure_modes.yaml"), 20)
+    assert first == second and len(first) == 2  # equal: sources are not compared
+    assert {r.source.path for p in first for r in p.rules} == {"a/failure_modes.yaml"}
+    assert {r.source.path for p in second for r in p.rules} == {"b/failure_modes.yaml"}
+    changed = engine_fit.split_group(RuleGroup("rulesgen-y", group("a").rules[:5], 60), 20)
+    assert [len(p.rules) for p in changed] == [2, 3]  # another group: its own pieces
 
 
 def test_prometheus_dependency_analysis_conditions():

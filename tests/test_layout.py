@@ -13,7 +13,7 @@ PACKAGE = ROOT / "rulesgen"
 # Lowest first. A module's layer is the first entry one of whose prefixes names it.
 LAYERS = [
     ("base", ("rulesgen", "rulesgen.errors", "rulesgen.durations", "rulesgen.interrupts", "rulesgen.lock",
-              "rulesgen.processes")),
+              "rulesgen.memo", "rulesgen.processes")),
     ("promql", ("rulesgen.promql",)),
     ("model", ("rulesgen.model",)),
     ("load", ("rulesgen.load", "rulesgen.catalog")),

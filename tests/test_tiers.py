@@ -123,6 +123,18 @@ def rule_tiers(model):
     return {(r.record or r.alert): t for r, t in zip(flat, c.tiers)}
 
 
+def test_a_rule_set_is_classified_once_for_the_same_texts(model):
+    """classify keeps its Classifier per process for the same rules' texts (they are all it reads), and a
+    changed text is classified anew."""
+    _, settings, rules = model
+    flat = list(rules.rules)
+    c = classify(flat, settings)
+    assert classify([replace(r, source=None, template_expr=None) for r in flat], settings) is c
+    i = next(i for i, r in enumerate(flat) if r.record == "gpu:dcgm_gpu_temp:max")
+    changed = classify([replace(r, expr=f"sum({r.expr})") if k == i else r for k, r in enumerate(flat)], settings)
+    assert changed is not c and c.tiers[i].tier == LOCAL and changed.tiers[i].tier == PARTIAL
+
+
 @pytest.mark.parametrize("name,tier", [
     ("gpu:dcgm_gpu_temp:max", LOCAL), ("GPUECCUncorrectable", LOCAL), ("GPUThermalThrottling", LOCAL),
     ("node:dcgm_sm_clock_busy:median", LOCAL), ("model:dcgm_limit_gpu_max_operating_temp_c:value", LOCAL),

@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..memo import Memo
 from ..model.output import RuleFile, RuleGroup
 from ..promql import tree as promql_tree
 
@@ -191,13 +192,27 @@ def _cut(run: list[int], limit: int, pairs: set[tuple[int, int]]) -> list[list[i
     return cuts[::-1]
 
 
+_SPLITS: Memo[tuple[tuple[str, tuple[int, ...]], ...]] = Memo(size=512)
+
+
 def split_group(group: RuleGroup, limit: int) -> tuple[RuleGroup, ...]:
     """The group as groups of at most `limit` rules (0: no limit), the rules reading ALERTS (or
-    anything else that makes Prometheus' dependency analysis give up) in groups of their own."""
+    anything else that makes Prometheus' dependency analysis give up) in groups of their own. The
+    pieces are worked out once per process for the same group (rulesgen/memo.py): they depend on its
+    name, its rules' expr, record, alert and labels, and the limit."""
+    key = (group.name, tuple((r.expr, r.record, r.alert, tuple(r.labels)) for r in group.rules), limit)
+    pieces = _SPLITS.get(key, lambda: _pieces(group, limit))
+    if pieces == ((group.name, tuple(range(len(group.rules)))),):  # the group as it is
+        return (group,)
+    return tuple(replace(group, name=name, rules=tuple(group.rules[k] for k in piece)) for name, piece in pieces)
+
+
+def _pieces(group: RuleGroup, limit: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """split_group's answer as (name, indices of the group's rules) per piece."""
     rules = group.rules
     serial = [serial_reason(r.expr) is not None for r in rules]
     if (limit <= 0 or len(rules) <= limit) and len(set(serial)) <= 1:
-        return (group,)
+        return ((group.name, tuple(range(len(rules)))),)
     pairs = related_pairs(rules)
     order = _layout(rules, serial, pairs)
     runs: list[tuple[bool, list[int]]] = []
@@ -208,8 +223,7 @@ def split_group(group: RuleGroup, limit: int) -> tuple[RuleGroup, ...]:
             runs.append((serial[k], [k]))
     pieces = [(kind, piece) for kind, run in runs for piece in _cut(run, limit, pairs)]
     names = _names(group.name, [kind for kind, _ in pieces])
-    return tuple(replace(group, name=name, rules=tuple(rules[k] for k in piece))
-                 for name, (_, piece) in zip(names, pieces))
+    return tuple((name, tuple(piece)) for name, (_, piece) in zip(names, pieces))
 
 
 def _names(base: str, kinds: list[bool]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import Collector, RulesgenError
-from ..load.memo import Memo, digest
+from ..memo import Memo, digest
 from ..load.yamlsource import load_file_kept
 from ..model.catalog import Catalog, Routing
 from ..model.panels import PANELS
@@ -41,7 +41,7 @@ _LOADED: Memo[Catalog] = Memo(size=8)
 
 def load_catalog(directory: Path) -> Catalog:
     """The catalog in `directory`, validated (every problem at its file and line, all at once). Loaded
-    once per process for the same files (load/memo.py): the Catalog is immutable."""
+    once per process for the same files (rulesgen/memo.py): the Catalog is immutable."""
     files = [directory / name for name in CATALOG_FILES + OPTIONAL_FILES]
     return _LOADED.get(digest(files), lambda: _load_catalog(directory))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import Collector, Diagnostic, RulesgenError
 from ..promql.tree import selectors
 from .mapping import Fields, did_you_mean
-from .memo import Memo, digest
+from ..memo import Memo, digest
 from .yamlsource import load_file
 
 _SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*$", re.S)
@@ -107,7 +107,7 @@ _LOADED: Memo[Scenario] = Memo(size=256)
 
 def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None,
                   job_metrics: tuple[str, ...] = ()) -> Scenario:
-    """One scenario file, validated; loaded once per process for the same bytes and arguments (load/memo.py:
+    """One scenario file, validated; loaded once per process for the same bytes and arguments (rulesgen/memo.py:
     a Scenario is immutable)."""
     key = (digest([path]), tuple(failure_modes), None if known_metrics is None else frozenset(known_metrics),
            tuple(job_metrics))

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import Diagnostic, RulesgenError, Where
-from .memo import Memo
+from ..memo import Memo
 
 # libyaml's parser when PyYAML has it (about 20x faster on large scenario files); node marks and
 # our position-recording constructors work the same with either.

@@ -27,6 +27,7 @@ from functools import lru_cache
 
 import promql_parser as pp
 
+from ..memo import Memo
 from . import labels as label_flow
 from . import printer as promql_print
 from .graph import ALERT_SERIES
@@ -315,5 +316,12 @@ def or_branches(e: Expr) -> list[Expr]:
     return [e]
 
 
+_CLASSIFIED: Memo[Classifier] = Memo(size=8)
+
+
 def classify(rules: Sequence, settings) -> Classifier:
-    return Classifier(rules, partition_labels(settings))
+    """The rule set's Classifier, once per process for the same rules (rulesgen/memo.py): it reads only each
+    rule's expr, record, alert and labels, and the partition labels."""
+    partition = tuple(partition_labels(settings))
+    key = (tuple((r.expr, r.record, r.alert, tuple(r.labels)) for r in rules), partition)
+    return _CLASSIFIED.get(key, lambda: Classifier(rules, partition))

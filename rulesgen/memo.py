@@ -1,11 +1,13 @@
-"""Inputs loaded once per process for the same file contents.
+"""Results kept once per process for the same inputs.
 
 A loader whose result is immutable (frozen dataclasses of tuples: the catalog, a scenario) can hand the
 same object to every caller that asks with the same bytes and arguments: one `rulesgen` command loads
 each file once anyway, but a process that plans several times (`rulesgen init` then render, a test
 suite running the command in-process, the benchmarks) parsed the same YAML again each time. The key is
 the files' bytes (a digest), never their modification time, which can stay the same across two writes
-in one clock tick. Errors are not kept: a bad input is loaded, and reported, every time.
+in one clock tick. The same holds for a pure step keyed by exactly what it reads (a rule set's tiers by
+the rules' texts, a scenario's series as YAML by the series). Errors are not kept: a bad input is
+loaded, and reported, every time.
 """
 from __future__ import annotations
 

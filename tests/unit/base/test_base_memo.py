@@ -1,4 +1,4 @@
-"""rulesgen/load/memo.py: the catalog and a scenario are loaded once per process for the same bytes,
+"""rulesgen/memo.py: the catalog and a scenario are loaded once per process for the same bytes,
 again as soon as a byte changes, and a bad input is reported every time."""
 import shutil
 
@@ -7,7 +7,7 @@ import pytest
 from conftest import HOT_GPU_SCENARIO
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
-from rulesgen.load.memo import Memo, digest
+from rulesgen.memo import Memo, digest
 from rulesgen.load.scenarios import load_scenario
 
 
