@@ -26,6 +26,9 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
                    "vmalert_results": "vmalert", "sharding_verdicts": "promtool"}
+# Pool fixtures whose jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py):
+# no engine mark.
+POOL_FIXTURES_WITHOUT_ENGINE = {"interrupted", "rendered_elsewhere"}
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()}, **REPLAY_FIXTURES}
 SELECTED = pytest.StashKey[dict]()
 

@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import MINIMAL_CATALOG, ROOT, replay_fixture
 from gitops import TMP_PREFIX, run_cli, temporaries, tree, user_config, without_promtool_note
 
 pytest_plugins = ["gitops"]  # its fixtures: scenarios, repo
@@ -59,18 +58,6 @@ def _interrupted(folder: Path, args: list[str], at: str, k: int, sig: str = "SIG
     return result
 
 
-def _interrupted_in_copies(repo: Path, old: dict, args: list[str], cases: list[tuple], script: str = INTERRUPT):
-    """[(folder, result)] of _interrupted(folder, args, *case) for each (at, k, sig) case, each in its own fresh
-    copy of the old tree beside repo, two processes at a time: the cases share nothing, and each process spends
-    most of its time starting and planning."""
-    folders = [repo.parent / f"{repo.name}-{i}" for i in range(len(cases))]
-    for folder in folders:
-        _reset(folder, old)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda fc: _interrupted(fc[0], args, *fc[1], script=script), zip(folders, cases)))
-    return list(zip(folders, results))
-
-
 NEW_CONFIG = """\
 urls: {runbook_base: "https://git.example.org/gpu/runbooks/", grafana_base: "https://grafana.corp.example"}
 extra_labels: {team: gpu-platform}
@@ -96,13 +83,10 @@ def _two_renders(repo: Path, args: list[str], tmp_path: Path):
     return {**old, "rulesgen.yaml": NEW_CONFIG.encode()}, new
 
 
-@pytest.fixture(scope="module")
-def old_and_new(tmp_path_factory):
-    """The bundled catalog with a scenario: (folder, old tree, new tree, render arguments). Rendered once for
-    the module: every test puts the folder back to the old tree before it interrupts a render."""
-    base = tmp_path_factory.mktemp("old-and-new")
+def _bundled_old_and_new(base: Path):
+    """The bundled catalog with a scenario: (folder, old tree, new tree, render arguments)."""
     scenarios, repo = base / "scenarios", base / "repo"
-    scenarios.mkdir()
+    scenarios.mkdir(parents=True)
     repo.mkdir()
     shutil.copy(ROOT / "fixtures/scenarios/thermal-throttling-cooling-failure.yaml", scenarios)
     user_config(repo / "rulesgen.yaml")
@@ -112,16 +96,29 @@ def old_and_new(tmp_path_factory):
     return (repo, *_two_renders(repo, args, base), args)
 
 
-@pytest.fixture
-def small_old_and_new(minimal_catalog, tmp_path):
+def _small_old_and_new(base: Path):
     """The same on the one-mode test catalog (a render in a second: every commit step can be interrupted)."""
-    repo = tmp_path / "small"
+    catalog, repo = base / "catalog", base / "small"
+    catalog.mkdir(parents=True)
+    for name, text in MINIMAL_CATALOG.items():
+        (catalog / name).write_text(text)
     repo.mkdir()
     user_config(repo / "rulesgen.yaml")
-    (tmp_path / "no-scenarios").mkdir()
-    args = ["--catalog", str(minimal_catalog), "--scenarios", str(tmp_path / "no-scenarios")]
+    (base / "no-scenarios").mkdir()
+    args = ["--catalog", str(catalog), "--scenarios", str(base / "no-scenarios")]
     assert run_cli("render", *args, cwd=repo).returncode == 0
-    return (repo, *_two_renders(repo, args, tmp_path), args)
+    return (repo, *_two_renders(repo, args, base), args)
+
+
+@pytest.fixture(scope="session")
+def old_and_new(tmp_path_factory):
+    """Rendered once: every interrupted render starts from a fresh copy of the old tree."""
+    return _bundled_old_and_new(tmp_path_factory.mktemp("old-and-new"))
+
+
+@pytest.fixture(scope="session")
+def small_old_and_new(tmp_path_factory):
+    return _small_old_and_new(tmp_path_factory.mktemp("small-old-and-new"))
 
 
 def _commit_steps(repo: Path, old: dict, new: dict) -> int:
@@ -137,9 +134,79 @@ def _reset(repo: Path, old: dict) -> None:
         (repo / rel).write_bytes(data)
 
 
-def _check_interrupted_commits(repo, old, new, args, ks, sig, code):
+# One process per rename (about 25 s for all of them): `make test` interrupts a spread (the first two, the last
+# two, every fifth; about 8 s) and CI every one (make test-interrupts-all: RULESGEN_EVERY_RENAME=1).
+EVERY_RENAME = os.environ.get("RULESGEN_EVERY_RENAME") == "1"
+
+
+def _failing_rename_script() -> str:
+    """INTERRUPT with the k-th rename of the commit phase failing (EACCES) instead of a signal."""
+    script = INTERRUPT.replace("        os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done",
+                               "        raise PermissionError(13, 'Permission denied', str(dst_of[0]))")
+    script = script.replace("        real(src, dst)\n        step()", "        dst_of[:] = [dst]\n        step()\n        real(src, dst)")
+    assert "dst_of[:] = [dst]" in script
+    return script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
+
+
+# What each test interrupts: (its setup fixture, the script, its cases (at, k, signal) from the old and new trees,
+# by the test's parameter id or None).
+def _spread(steps: int) -> list[int]:
+    every = range(1, steps + 1)
+    return list(every) if EVERY_RENAME else sorted({1, 2, steps - 1, steps, *every[4::5]})
+
+
+CASES = {
+    "test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary": (
+        "small_old_and_new", INTERRUPT, lambda steps, written, param: [("rename", k, "SIGINT") for k in _spread(steps)]),
+    "test_an_interrupted_render_of_the_bundled_catalog_is_all_new": (
+        "old_and_new", INTERRUPT,
+        lambda steps, written, param: [("rename", k, param.split("-")[0]) for k in (1, steps // 2, steps)]),
+    "test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary": (
+        "old_and_new", INTERRUPT, lambda steps, written, param: [("stage", k, "SIGINT") for k in (1, 2, written)]),
+    "test_a_failed_rename_mid_commit_undoes_every_step": (
+        "small_old_and_new", _failing_rename_script(),
+        lambda steps, written, param: [("rename", k, "SIGINT") for k in (1, steps // 2, steps)]),
+}
+
+
+def _cases(test: str, setup, param: str | None = None) -> list[tuple]:
+    repo, old, new, _ = setup
+    written = len({p for p in new if old.get(p) != new[p]})
+    return CASES[test][2](_commit_steps(repo, old, new), written, param)
+
+
+@replay_fixture
+def interrupted(request):
+    """{(test, case): (folder, result)}: every render the selected tests of this file interrupt, each a process
+    of its own on a fresh copy of the old tree beside the setup's folder, as jobs of conftest's pool started
+    with the session: the processes (each mostly starting and planning) run beside the in-process tests."""
+    jobs = {}
+    for item in request.session.items:
+        if item.module.__name__ != __name__ or item.originalname not in CASES:
+            continue
+        fixture, script, _ = CASES[item.originalname]
+        setup = request.getfixturevalue(fixture)
+        repo, old, _, args = setup
+        param = getattr(getattr(item, "callspec", None), "id", None)
+        for case in _cases(item.originalname, setup, param):
+            folder = repo.parent / f"{item.name}-{'-'.join(map(str, case))}"
+
+            def job(folder=folder, case=case, script=script, old=old, args=args):
+                _reset(folder, old)
+                return folder, _interrupted(folder, args, *case, script=script)
+            jobs[(item.originalname, case)] = job
+    return jobs
+
+
+def _results(interrupted, request, setup) -> list[tuple[tuple, Path, subprocess.CompletedProcess]]:
+    """(case, folder, result) of each render the running test interrupted."""
+    test, spec = request.node.originalname, getattr(request.node, "callspec", None)
+    return [(case, *interrupted[(test, case)]) for case in _cases(test, setup, spec.id if spec else None)]
+
+
+def _check_interrupted_commits(results, repo, old, new, sig, code):
     steps = _commit_steps(repo, old, new)
-    for k, (folder, result) in zip(ks, _interrupted_in_copies(repo, old, args, [("rename", k, sig) for k in ks])):
+    for (_, k, _), folder, result in results:
         assert result.returncode == code, (k, result.stderr)
         assert result.stderr.splitlines()[-1] == (
             f"rulesgen: interrupted by {sig}; the render had finished: {steps} file(s) changed in ."), k
@@ -147,32 +214,23 @@ def _check_interrupted_commits(repo, old, new, args, ks, sig, code):
         assert temporaries(folder) == [], k
 
 
-# One process per rename (about 25 s for all of them): `make test` interrupts a spread (the first two, the last
-# two, every fifth; about 8 s) and CI every one (make test-interrupts-all: RULESGEN_EVERY_RENAME=1).
-EVERY_RENAME = os.environ.get("RULESGEN_EVERY_RENAME") == "1"
-
-
-def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(small_old_and_new):
-    repo, old, new, args = small_old_and_new
-    steps = _commit_steps(repo, old, new)
-    assert steps > 20
-    every = range(1, steps + 1)
-    ks = list(every) if EVERY_RENAME else sorted({1, 2, steps - 1, steps, *every[4::5]})
-    _check_interrupted_commits(repo, old, new, args, ks, "SIGINT", 130)
+def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(small_old_and_new, interrupted,
+                                                                                            request):
+    repo, old, new, _ = small_old_and_new
+    assert _commit_steps(repo, old, new) > 20
+    _check_interrupted_commits(_results(interrupted, request, small_old_and_new), repo, old, new, "SIGINT", 130)
 
 
 @pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, sig, code):
-    repo, old, new, args = old_and_new
-    steps = _commit_steps(repo, old, new)
-    assert any(p.startswith("tests/promtool/") for p in new) and steps > 40
-    _check_interrupted_commits(repo, old, new, args, [1, steps // 2, steps], sig, code)
+def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, interrupted, request, sig, code):
+    repo, old, new, _ = old_and_new
+    assert any(p.startswith("tests/promtool/") for p in new) and _commit_steps(repo, old, new) > 40
+    _check_interrupted_commits(_results(interrupted, request, old_and_new), repo, old, new, sig, code)
 
 
-def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new):
-    repo, old, new, args = old_and_new
-    written = len({p for p in new if old.get(p) != new[p]})
-    for folder, result in _interrupted_in_copies(repo, old, args, [("stage", k, "SIGINT") for k in (1, 2, written)]):
+def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new, interrupted, request):
+    _, old, _, _ = old_and_new
+    for _, folder, result in _results(interrupted, request, old_and_new):
         assert result.returncode == 130, result.stderr
         assert result.stderr.splitlines() == ["rulesgen: interrupted by SIGINT; nothing written into ."]
         assert tree(folder) == old
@@ -202,17 +260,9 @@ def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "rulesgen: interrupted by SIGINT\n")
 
 
-def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new):
-    repo, old, new, args = small_old_and_new
-    script = INTERRUPT.replace("        os.kill(os.getpid(), sig)  # delivered now, or held back until the commit is done",
-                               "        raise PermissionError(13, 'Permission denied', str(dst_of[0]))")
-    script = script.replace("        real(src, dst)\n        step()", "        dst_of[:] = [dst]\n        step()\n        real(src, dst)")
-    assert "dst_of[:] = [dst]" in script
-    script = script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
-    steps = _commit_steps(repo, old, new)
-    ks = (1, steps // 2, steps)
-    for k, (folder, result) in zip(ks, _interrupted_in_copies(repo, old, args, [("rename", k, "SIGINT") for k in ks],
-                                                               script=script)):
+def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new, interrupted, request):
+    _, old, _, _ = small_old_and_new
+    for (_, k, _), folder, result in _results(interrupted, request, small_old_and_new):
         assert result.returncode == 1, result.stderr
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: cannot write into {folder}"), result.stderr
         assert result.stderr.endswith(": Permission denied; nothing written\n")
@@ -222,7 +272,9 @@ def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new):
 
 def test_a_temporary_folder_a_kill_9_leaves_behind_is_ignored_by_git(small_old_and_new):
     """SIGKILL cannot be caught: the temporary folder survives, but it ignores itself (its own .gitignore)."""
-    repo, old, new, args = small_old_and_new
+    shared, old, _, args = small_old_and_new
+    repo = shared.parent / "kill-9"
+    _reset(repo, old)
     git = shutil.which("git")
     assert git, "git is not on PATH (apt-get install git)"
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}

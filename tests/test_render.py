@@ -1,4 +1,5 @@
 """The rendered rules: deterministic, accepted by promtool and vmalert, carrying the contract."""
+import os
 import re
 import shutil
 import subprocess
@@ -8,7 +9,7 @@ import yaml
 from rulesgen.model import conventions
 from rulesgen.promql import printer as promql_print, tree as promql_tree
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, replay_fixture, run_cli, run_cli_process
 from treeasserts import joins
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
@@ -34,9 +35,23 @@ def alerts(root):
                     yield r
 
 
-def test_render_is_byte_identical_twice(rendered, tmp_path):
-    again = tmp_path / "again"
-    assert run_cli("render", "--scenario-tests", "--out", str(again)).returncode == 0
+@replay_fixture
+def rendered_elsewhere(request):
+    """`rendered`'s render again, by a process of its own under another string hash seed: nothing it does can
+    come from this process's memos, and any order that follows set or dict hashing of strings would differ.
+    A job of conftest's pool, started with the session (it runs beside the in-process tests)."""
+    again = request.getfixturevalue("tmp_path_factory").mktemp("render-elsewhere") / "again"
+
+    def job():
+        result = run_cli_process("render", "--scenario-tests", "--out", str(again),
+                                 env={**os.environ, "PYTHONHASHSEED": "4242"})
+        return result, again
+    return {"again": job}
+
+
+def test_render_is_byte_identical_twice(rendered, rendered_elsewhere):
+    result, again = rendered_elsewhere["again"]
+    assert result.returncode == 0, result.stderr
     first = {p.relative_to(rendered): p.read_bytes() for p in rendered.rglob("*") if p.is_file()}
     second = {p.relative_to(again): p.read_bytes() for p in again.rglob("*") if p.is_file()}
     assert first == second and first
