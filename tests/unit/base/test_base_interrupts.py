@@ -91,7 +91,8 @@ def test_deferred_holds_a_signal_another_thread_takes(sigterm_restored):
     import subprocess
     import sys
     install()
-    waiter = threading.Thread(target=subprocess.run, args=([sys.executable, "-c", "import time; time.sleep(2)"],))
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    waiter = threading.Thread(target=child.wait)  # waits until the block below has ended and stdin is closed
     waiter.start()
     steps = []
     try:
@@ -102,6 +103,7 @@ def test_deferred_holds_a_signal_another_thread_takes(sigterm_restored):
                     time.sleep(0.01)  # at which Python would run a pending handler
                 steps.append("end of block")
     finally:
+        child.stdin.close()
         waiter.join()
     assert steps == ["end of block"]
 
