@@ -25,7 +25,8 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
-                   "vmalert_results": "vmalert", "sharding_verdicts": "promtool"}
+                   "vmalert_results": "vmalert", "sharding_verdicts": "promtool", "one_shard_runs": "promtool",
+                   "regrouped_alerts": "promtool"}
 # Pool fixtures whose jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py):
 # no engine mark.
 POOL_FIXTURES_WITHOUT_ENGINE = {"interrupted", "rendered_elsewhere"}

@@ -7,12 +7,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, errors_of
 
+import shard_equality as se
+from conftest import ROOT, errors_of, replay_fixture, selected
+
+from rulesgen import artifacts
 from rulesgen.builders import engine_fit
 from rulesgen.builders import rules as rule_builder
 from rulesgen.catalog import load_catalog
 from rulesgen.checks import CHECKS, lint_files
+from rulesgen.load.scenarios import load_scenarios
 from rulesgen.load.settings import load_settings
 from rulesgen.model.output import KubeOutput
 from rulesgen.errors import Where
@@ -251,28 +255,46 @@ def test_delay_field_only_where_the_engine_accepts_it(tmp_path, promtool, vmaler
     assert bad.returncode != 0 and "query_offset" in bad.stdout + bad.stderr
 
 
+REGROUPED = ["dcgm-health-covered", "shard-ghost-loss-dbe-other-node"]
+
+
+@replay_fixture
+def regrouped_alerts(request):
+    """{(scenario, "unsplit" | "split"): the alerts at each step} for each selected scenario, and {"groups":
+    (groups split, groups unsplit)}: the replays are jobs of conftest's pool, started with the session."""
+    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
+    chosen = selected(request.config, __name__, "test_regrouped_files_alert_exactly_as_the_unsplit_ones")
+    if not chosen:
+        return {}
+    base = request.getfixturevalue("tmp_path_factory").mktemp("regrouped")
+    unsplit = base / "unsplit"
+    unsplit.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        files = [f for f in _unsplit(patch) if f.path not in artifacts.DASHBOARD_ONLY]
+    for f in files:
+        (unsplit / Path(f.path).name).write_text(render_rule_file(f))
+    paths = {"unsplit": [unsplit / Path(f.path).name for f in files], "split": [rendered / f.path for f in files]}
+    catalog = load_catalog(ROOT / "catalog")
+    scenarios = artifacts.for_settings(load_scenarios([ROOT / "fixtures" / "scenarios" / f"{name}.yaml" for name in REGROUPED],
+                                                      [fm.id for fm in catalog.failure_modes]), load_settings(ROOT / "rulesgen.yaml"))
+
+    def job(s, name: str):
+        workdir = base / f"{s.name}-{name}"
+        workdir.mkdir()
+        return se.alerts(se.replay(promtool, paths[name], list(s.series), s.interval, s.evaluation_interval, s.duration,
+                                   "ALERTS", workdir, name), "-")
+    groups = (len(se._groups(paths["split"])), len(se._groups(paths["unsplit"])))
+    return {"groups": lambda: groups,
+            **{(s.name, name): (lambda s=s, name=name: job(s, name)) for s in scenarios if s.name in chosen for name in paths}}
+
+
 @pytest.mark.equality
-@pytest.mark.parametrize("scenario", ["dcgm-health-covered", "shard-ghost-loss-dbe-other-node"])
-def test_regrouped_files_alert_exactly_as_the_unsplit_ones(monkeypatch, tmp_path, rendered, promtool, scenario):
+@pytest.mark.parametrize("scenario", REGROUPED)
+def test_regrouped_files_alert_exactly_as_the_unsplit_ones(regrouped_alerts, scenario):
     """On promtool, every alert (name, labels, pending or firing) at every evaluation step is the same
     with the regrouped files as with one group per kind: the scenarios exercise covers read through ALERTS
     (dcgm_health, xid_error) and the ghost-loss chain through gpu:hardware_alert:timestamp."""
-    import shard_equality as se
-
-    from rulesgen import artifacts
-    from rulesgen.load.scenarios import load_scenarios
-    unsplit = tmp_path / "unsplit"
-    unsplit.mkdir()
-    files = [f for f in _unsplit(monkeypatch) if f.path not in artifacts.DASHBOARD_ONLY]
-    for f in files:
-        (unsplit / Path(f.path).name).write_text(render_rule_file(f))
-    split = [rendered / f.path for f in files]
-    catalog = load_catalog(ROOT / "catalog")
-    s = artifacts.for_settings(load_scenarios([ROOT / "fixtures" / "scenarios" / f"{scenario}.yaml"],
-                                              [fm.id for fm in catalog.failure_modes]), load_settings(ROOT / "rulesgen.yaml"))[0]
-    runs = {}
-    for name, paths in (("unsplit", [unsplit / Path(f.path).name for f in files]), ("split", split)):
-        runs[name] = se.alerts(se.replay(promtool, paths, list(s.series), s.interval, s.evaluation_interval, s.duration, "ALERTS",
-                                         tmp_path, name), "-")
-    assert len(se._groups(split)) > len(se._groups(unsplit.glob("*.yaml")))
-    assert runs["split"] == runs["unsplit"] and sum(len(v) for v in runs["split"].values()) > 100
+    split_groups, unsplit_groups = regrouped_alerts["groups"]
+    assert split_groups > unsplit_groups
+    split, unsplit = regrouped_alerts[(scenario, "split")], regrouped_alerts[(scenario, "unsplit")]
+    assert split == unsplit and sum(len(v) for v in split.values()) > 100

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, replay_env, replay_fixture, selected
 from treeasserts import canonical, has, joins, reads
 from rulesgen.artifacts import load_inputs, plan
 from rulesgen.builders.rules import build_rules
@@ -387,12 +387,31 @@ def _one_shard_test(rendered: Path, tmp_path: Path, scenario: str) -> Path:
     return path
 
 
+ONE_SHARD = ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"]
+
+
+@replay_fixture
+def one_shard_runs(request):
+    """{scenario: (returncode, output)} of promtool on each selected scenario's one-shard test: jobs of
+    conftest's pool, started with the session (they run beside the two-shard proof, not after it)."""
+    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
+    chosen = selected(request.config, __name__, "test_one_shard_plus_global_gives_the_single_servers_alerts")
+    base = request.getfixturevalue("tmp_path_factory").mktemp("one-shard")
+
+    def job(scenario: str):
+        folder = base / scenario
+        folder.mkdir()
+        proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(rendered, folder, scenario))],
+                              capture_output=True, text=True, timeout=900, env=replay_env())
+        return proc.returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return {s: (lambda s=s: job(s)) for s in ONE_SHARD if s in chosen}
+
+
 @pytest.mark.equality  # make test-sharding (CI)
-@pytest.mark.parametrize("scenario", ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"])
-def test_one_shard_plus_global_gives_the_single_servers_alerts(promtool, rendered, tmp_path, scenario):
-    proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(rendered, tmp_path, scenario))],
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+@pytest.mark.parametrize("scenario", ONE_SHARD)
+def test_one_shard_plus_global_gives_the_single_servers_alerts(one_shard_runs, scenario):
+    returncode, output = one_shard_runs[scenario]
+    assert returncode == 0, output
 
 
 @pytest.mark.equality
