@@ -41,10 +41,10 @@ test-package: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m package tests/test_package.py tests/test_delivery.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
-# multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 35 minutes on 2 cores;
-# RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof once caught; =modes: and one
-# scenario for each failure mode they leave, as .ci/run does), the regrouped files against the unsplit ones,
-# one shard plus the global tier. make test runs none of them. The one-server replay of a scenario is its own
+# multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 30 minutes on 2 cores, as
+# .ci/run does; quicker loops: RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof
+# once caught; =modes: and one scenario for each failure mode they leave, about 16 minutes), the regrouped
+# files against the unsplit ones, one shard plus the global tier. make test runs none of them. The one-server replay of a scenario is its own
 # promtool test: REPLAY=rest-not-sharded (with the same RULESGEN_SHARDING) leaves those to test-sharding.
 # An interrupt after every rename of a render's commit phase (make test interrupts a spread of them): ~30 s.
 test-interrupts-all: $(STAMP)
@@ -53,7 +53,7 @@ test-interrupts-all: $(STAMP)
 test-sharding: $(STAMP) tools
 	RULESGEN_SHARDING=$(or $(RULESGEN_SHARDING),all) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
 
-# Every scenario on vmalert-tool (make test runs a subset): ~10 minutes on 2 cores.
+# Every scenario on vmalert-tool (make test runs a subset): CI's longest suite, about 28 minutes there (beside the live test).
 test-vm-all: $(STAMP) tools
 	RULESGEN_VM_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
 

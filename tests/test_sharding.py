@@ -4,10 +4,11 @@ the global files on what the shards' allowlist forwards, gives the same alerts a
 as one server over everything (tests/shard_equality.py says how, on promtool).
 
 The proof is a longer suite, outside `make test` (each scenario is four promtool replays): `make
-test-sharding` (marker `equality`) replays every multi-node scenario and the check that the harness can
-fail; CI RULESGEN_SHARDING=modes: the cross-shard scenarios, those the proof once caught and one scenario
-for each failure mode they leave. The one-server replay is the scenario's own promtool test, so CI's
-tests/test_scenarios.py leaves those scenarios to this file (RULESGEN_SCENARIOS=rest-not-sharded)."""
+test-sharding` (marker `equality`, in every CI run) replays every multi-node scenario and the check that
+the harness can fail; RULESGEN_SHARDING=modes (a quicker loop): the cross-shard scenarios, those the proof
+once caught and one scenario for each failure mode they leave. The one-server replay is the scenario's own
+promtool test, so CI's tests/test_scenarios.py leaves those scenarios to this file
+(RULESGEN_SCENARIOS=rest-not-sharded)."""
 import os
 import tempfile
 from pathlib import Path
@@ -32,7 +33,7 @@ CROSS_SHARD = {
     "baseline-replaced-gpu-eight-degrees": ("gpu-h100-y04", "gpu-h100-y05"),  # judged by fleet peers, both shards
 }
 # Scenarios in which the proof once found a difference (each fixed since): RULESGEN_SHARDING=found replays
-# them with the cross-shard ones (CI: =modes, with PER_MODE too), `make test-sharding` with every multi-node scenario.
+# them with the cross-shard ones (=modes with PER_MODE too), `make test-sharding` (CI) with every multi-node scenario.
 FOUND = ("thermal-throttling-cooling-failure",  # a cleared local part held 10m by its slow read (the end marker)
          "normal-frozen-lookalikes", "normal-hard-loss-lookalikes-15s", "normal-hard-loss-lookalikes-30s",
          "normal-hard-loss-lookalikes-60s", "normal-nvlink-fabric-boot-pcie", "nvlink-fabric-gb200-nvl72")
@@ -50,7 +51,7 @@ def _scenarios():
 ALL = _scenarios()
 MULTI_NODE = sorted(name for name, s in ALL.items() if se.is_multi_node(s))
 # For every failure mode the scenarios above do not fire, one multi-node scenario that does (the cheapest to
-# replay, in steps x series): with them, RULESGEN_SHARDING=modes (what CI proves) fires every failure mode
+# replay, in steps x series): with them, RULESGEN_SHARDING=modes (the quick loop) fires every failure mode
 # a multi-node scenario fires, on two shards.
 PER_MODE = ("dataloader-starvation", "dcgm-health-warn-fail", "ecc-correctable-rate", "fb-memory-pressure",
             "gpu-idle-allocated", "gpu-lost-every-gpu", "low-occupancy", "memory-bandwidth-bound",
@@ -69,7 +70,7 @@ def _hosts(series) -> set[str]:
     return {labels[h] for s, _ in series for labels in [se.parse_series(s)[1]] for h in se.HOST_LABELS if h in labels}
 
 
-def test_ci_selection_fires_every_failure_mode_of_the_multi_node_scenarios():
+def test_the_modes_selection_fires_every_failure_mode_of_the_multi_node_scenarios():
     def fired(names):
         return {e.failure_mode for name in names for e in ALL[name].expect}
     assert set(SELECTIONS["modes"]) <= set(MULTI_NODE)
