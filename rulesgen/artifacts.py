@@ -22,9 +22,9 @@ from .checks.rate_window import shortest_rate_window
 from .durations import format_duration
 from .errors import Diagnostic, RulesgenError
 from .load.resolved import Resolved, check_against_catalog, resolve
-from .memo import Memo
 from .load.scenarios import Scenario, adapt, load_scenarios, unmatched_selector
 from .load.settings import Settings, load_settings
+from .memo import Memo
 from .model.catalog import Catalog
 from .model.output import Artifact, RuleFile, RuleSet, ShardedRules
 from .render import kube

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Collector, Diagnostic, RulesgenError
+from ..memo import Memo, digest
 from ..promql.tree import selectors
 from .mapping import Fields, did_you_mean
-from ..memo import Memo, digest
 from .yamlsource import load_file
 
 _SERIES = re.compile(r"^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*\{.*\}\s*$|^\s*[a-zA-Z_:][a-zA-Z0-9_:]*\s*$", re.S)

@@ -322,6 +322,6 @@ _CLASSIFIED: Memo[Classifier] = Memo(size=8)
 def classify(rules: Sequence, settings) -> Classifier:
     """The rule set's Classifier, once per process for the same rules (rulesgen/memo.py): it reads only each
     rule's expr, record, alert and labels, and the partition labels."""
-    partition = tuple(partition_labels(settings))
+    rules, partition = tuple(rules), tuple(partition_labels(settings))
     key = (tuple((r.expr, r.record, r.alert, tuple(r.labels)) for r in rules), partition)
     return _CLASSIFIED.get(key, lambda: Classifier(rules, partition))
