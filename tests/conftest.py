@@ -24,13 +24,13 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "vmalert": ("vmalert", "vmalert"),
             "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
+# Every replay_fixture (a session fixture whose jobs run in the pool below) and the engine mark its tests get;
+# None: its jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py).
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
                    "vmalert_results": "vmalert", "sharding_verdicts": "promtool", "one_shard_runs": "promtool",
-                   "regrouped_alerts": "promtool"}
-# Pool fixtures whose jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py):
-# no engine mark.
-POOL_FIXTURES_WITHOUT_ENGINE = {"interrupted", "rendered_elsewhere"}
-ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()}, **REPLAY_FIXTURES}
+                   "regrouped_alerts": "promtool", "interrupted": None, "rendered_elsewhere": None}
+ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
+                **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
 SELECTED = pytest.StashKey[dict]()
 
 

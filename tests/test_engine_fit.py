@@ -16,11 +16,10 @@ from rulesgen.builders import engine_fit
 from rulesgen.builders import rules as rule_builder
 from rulesgen.catalog import load_catalog
 from rulesgen.checks import CHECKS, lint_files
+from rulesgen.errors import Where
 from rulesgen.load.scenarios import load_scenarios
 from rulesgen.load.settings import load_settings
-from rulesgen.model.output import KubeOutput
-from rulesgen.errors import Where
-from rulesgen.model.output import Rule, RuleFile, RuleGroup
+from rulesgen.model.output import KubeOutput, Rule, RuleFile, RuleGroup
 from rulesgen.render import kube
 from rulesgen.render.prometheus import render_rule_file
 

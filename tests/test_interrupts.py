@@ -148,31 +148,36 @@ def _failing_rename_script() -> str:
     return script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
 
 
-# What each test interrupts: (its setup fixture, the script, its cases (at, k, signal) from the old and new trees,
-# by the test's parameter id or None).
 def _spread(steps: int) -> list[int]:
     every = range(1, steps + 1)
     return list(every) if EVERY_RENAME else sorted({1, 2, steps - 1, steps, *every[4::5]})
 
 
+# What each test interrupts: its setup fixture, the script, and its cases (at, k, signal) from the number of
+# commit steps, of files written and the test's signal.
 CASES = {
     "test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary": (
-        "small_old_and_new", INTERRUPT, lambda steps, written, param: [("rename", k, "SIGINT") for k in _spread(steps)]),
+        "small_old_and_new", INTERRUPT, lambda steps, written, sig: [("rename", k, sig) for k in _spread(steps)]),
     "test_an_interrupted_render_of_the_bundled_catalog_is_all_new": (
-        "old_and_new", INTERRUPT,
-        lambda steps, written, param: [("rename", k, param.split("-")[0]) for k in (1, steps // 2, steps)]),
+        "old_and_new", INTERRUPT, lambda steps, written, sig: [("rename", k, sig) for k in (1, steps // 2, steps)]),
     "test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary": (
-        "old_and_new", INTERRUPT, lambda steps, written, param: [("stage", k, "SIGINT") for k in (1, 2, written)]),
+        "old_and_new", INTERRUPT, lambda steps, written, sig: [("stage", k, sig) for k in (1, 2, written)]),
     "test_a_failed_rename_mid_commit_undoes_every_step": (
         "small_old_and_new", _failing_rename_script(),
-        lambda steps, written, param: [("rename", k, "SIGINT") for k in (1, steps // 2, steps)]),
+        lambda steps, written, sig: [("rename", k, sig) for k in (1, steps // 2, steps)]),
 }
 
 
-def _cases(test: str, setup, param: str | None = None) -> list[tuple]:
+def _cases(test: str, setup, sig: str) -> list[tuple]:
     repo, old, new, _ = setup
     written = len({p for p in new if old.get(p) != new[p]})
-    return CASES[test][2](_commit_steps(repo, old, new), written, param)
+    return CASES[test][2](_commit_steps(repo, old, new), written, sig)
+
+
+def _signal(item) -> str:
+    """The signal a test sends: its `sig` parameter, else SIGINT."""
+    spec = getattr(item, "callspec", None)
+    return spec.params.get("sig", "SIGINT") if spec else "SIGINT"
 
 
 @replay_fixture
@@ -187,8 +192,7 @@ def interrupted(request):
         fixture, script, _ = CASES[item.originalname]
         setup = request.getfixturevalue(fixture)
         repo, old, _, args = setup
-        param = getattr(getattr(item, "callspec", None), "id", None)
-        for case in _cases(item.originalname, setup, param):
+        for case in _cases(item.originalname, setup, _signal(item)):
             folder = repo.parent / f"{item.name}-{'-'.join(map(str, case))}"
 
             def job(folder=folder, case=case, script=script, old=old, args=args):
@@ -200,8 +204,8 @@ def interrupted(request):
 
 def _results(interrupted, request, setup) -> list[tuple[tuple, Path, subprocess.CompletedProcess]]:
     """(case, folder, result) of each render the running test interrupted."""
-    test, spec = request.node.originalname, getattr(request.node, "callspec", None)
-    return [(case, *interrupted[(test, case)]) for case in _cases(test, setup, spec.id if spec else None)]
+    test = request.node.originalname
+    return [(case, *interrupted[(test, case)]) for case in _cases(test, setup, _signal(request.node))]
 
 
 def _check_interrupted_commits(results, repo, old, new, sig, code):

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import conftest
-from conftest import BINARIES, POOL_FIXTURES_WITHOUT_ENGINE, REPLAY_FIXTURES
+from conftest import BINARIES, REPLAY_FIXTURES
 
 TESTS = Path(__file__).resolve().parent
 ENGINE_NAMES = {name for name, _ in BINARIES.values()}
@@ -47,6 +47,5 @@ def test_every_fixture_conftest_marks_exists():
     defined = {node.name for p in TESTS.rglob("*.py") for node in ast.walk(ast.parse(p.read_text()))
                if isinstance(node, ast.FunctionDef)
                and any(getattr(d, "attr", getattr(d, "id", "")) == "replay_fixture" for d in node.decorator_list)}
-    assert set(REPLAY_FIXTURES) | POOL_FIXTURES_WITHOUT_ENGINE == defined
-    assert not set(REPLAY_FIXTURES) & POOL_FIXTURES_WITHOUT_ENGINE
+    assert set(REPLAY_FIXTURES) == defined
     assert all(callable(getattr(conftest, fixture, None)) for fixture in BINARIES)
