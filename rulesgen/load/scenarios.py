@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import Collector, Diagnostic, RulesgenError
@@ -107,11 +107,16 @@ _LOADED: Memo[Scenario] = Memo(size=256)
 
 def load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None,
                   job_metrics: tuple[str, ...] = ()) -> Scenario:
-    """One scenario file, validated; loaded once per process for the same bytes and arguments (rulesgen/memo.py:
-    a Scenario is immutable)."""
-    key = (digest([path]), tuple(failure_modes), None if known_metrics is None else frozenset(known_metrics),
+    """One scenario file, validated; loaded once per process for the same bytes and arguments, wherever the
+    file lies (rulesgen/memo.py: a Scenario is immutable; each caller gets it with its own path, so that a
+    file named relatively, absolutely or in a copied folder is parsed once)."""
+    ((_, content),) = digest([path])
+    if content is None:  # unreadable: the load says why
+        return _load_scenario(path, failure_modes, known_metrics, job_metrics)
+    key = (content, tuple(failure_modes), None if known_metrics is None else frozenset(known_metrics),
            tuple(job_metrics))
-    return _LOADED.get(key, lambda: _load_scenario(path, failure_modes, known_metrics, job_metrics))
+    scenario = _LOADED.get(key, lambda: _load_scenario(path, failure_modes, known_metrics, job_metrics))
+    return scenario if scenario.path == str(path) else replace(scenario, path=str(path))
 
 
 def _load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str] | None = None,

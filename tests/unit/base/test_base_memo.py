@@ -1,6 +1,8 @@
 """rulesgen/memo.py: the catalog and a scenario are loaded once per process for the same bytes,
 again as soon as a byte changes, and a bad input is reported every time."""
+import dataclasses
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +10,7 @@ from conftest import HOT_GPU_SCENARIO
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.errors import RulesgenError
 from rulesgen.memo import Memo, digest
+from rulesgen.load import scenarios
 from rulesgen.load.scenarios import load_scenario
 
 
@@ -57,3 +60,18 @@ def test_a_scenario_is_loaded_again_for_other_failure_modes(tmp_path):
     assert load_scenario(path, ["hot_gpu"]) is first
     with pytest.raises(RulesgenError):  # its expectation names a mode these do not have
         load_scenario(path, ["other_mode"])
+
+
+def test_a_scenario_copied_elsewhere_is_parsed_once_and_names_its_own_path(tmp_path, monkeypatch):
+    first_path, copy_path = tmp_path / "hot.yaml", tmp_path / "copy" / "hot.yaml"
+    first_path.write_text(HOT_GPU_SCENARIO)
+    copy_path.parent.mkdir()
+    copy_path.write_text(HOT_GPU_SCENARIO)
+    first = load_scenario(first_path, ["hot_gpu"])
+    parsed = []
+    monkeypatch.setattr(scenarios, "load_file", lambda path: parsed.append(path))  # any parse would fail
+    copied = load_scenario(copy_path, ["hot_gpu"])
+    assert parsed == [] and copied.path == str(copy_path) and first.path == str(first_path)
+    assert copied == dataclasses.replace(first, path=str(copy_path))
+    monkeypatch.chdir(tmp_path)
+    assert load_scenario(Path("hot.yaml"), ["hot_gpu"]).path == "hot.yaml" and parsed == []
