@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 pytest.register_assert_rewrite("gitops")  # a fixture plugin the test modules also import from
 
+import second_process  # noqa: E402  (tests/ is on sys.path: pytest puts the conftest folder there)
 from rulesgen.engines.tools import find_tool  # noqa: E402
 
 
@@ -25,7 +26,8 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
 # Every replay_fixture (a session fixture whose jobs run in the pool below) and the engine mark its tests get;
-# None: its jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py).
+# None: its jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py), and they take
+# their environment when submitted, so that run_cli may change os.environ while they run.
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
                    "vmalert_results": "vmalert", "sharding_verdicts": "promtool", "one_shard_runs": "promtool",
                    "regrouped_alerts": "promtool", "interrupted": None, "rendered_elsewhere": None}
@@ -54,10 +56,14 @@ class _SelectionRecorder:
             if spec is not None:
                 chosen.setdefault((item.module.__name__, item.originalname), set()).add(spec.id)
         config.stash[SELECTED] = chosen
+        # The tests that wait on the pool run last (stable, otherwise in file order): the in-process tests
+        # run meanwhile, instead of waiting for jobs that the second core finishes during them.
+        items.sort(key=lambda item: any(f in REPLAY_FIXTURES for f in item.fixturenames))
 
 
 def pytest_configure(config):
     config.pluginmanager.register(_SelectionRecorder(), "rulesgen-selection")
+    second_process.register(config)
 
 
 def selected(config, module: str, test: str) -> set:
@@ -245,7 +251,10 @@ def run_cli_process(*args, cwd=ROOT, env=None):
 
 
 def _replays_idle() -> bool:
-    return all(f.done() for replays in _STARTED.values() for f in replays.futures())
+    """No job that reads os.environ while it runs is running: the engine replays'. The engine-free ones (mark
+    None in REPLAY_FIXTURES) take their environment when they are submitted."""
+    return all(f.done() for name, replays in _STARTED.items() if REPLAY_FIXTURES[name] is not None
+               for f in replays.futures())
 
 
 def _run_cli_here(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
