@@ -2,6 +2,7 @@
 of the commit phase, while the new files are written, before the render writes or while the modules
 load; a failed rename, a kill -9, an unwritable folder, another filesystem. The real command in a
 subprocess (tests/gitops.py); the folder's files before and after."""
+import json
 import os
 import shutil
 import signal
@@ -182,30 +183,46 @@ def _signal(item) -> str:
 
 @replay_fixture
 def interrupted(request):
-    """{(test, case): (folder, result)}: every render the selected tests of this file interrupt, each a process
-    of its own on a fresh copy of the old tree beside the setup's folder, as jobs of conftest's pool started
-    with the session: the processes (each mostly starting and planning) run beside the in-process tests."""
-    jobs = {}
+    """{setup fixture: {(test, case): (folder, result)}}: every render the selected tests of this file interrupt,
+    each on a fresh copy of the old tree beside the setup's folder. One job of conftest's pool per setup,
+    started with the session: tests/forked_cli.py plans the setup's render once, then forks a process for
+    each interrupted render (a real process, a real signal, its exit code), beside the in-process tests."""
+    batches, environ = {}, dict(os.environ)  # taken now (conftest.REPLAY_FIXTURES: mark None)
     for item in request.session.items:
         if item.module.__name__ != __name__ or item.originalname not in CASES:
             continue
         fixture, script, _ = CASES[item.originalname]
         setup = request.getfixturevalue(fixture)
         repo, old, _, args = setup
+        runs = batches.setdefault(fixture, (repo, old, args, {}))[3]
         for case in _cases(item.originalname, setup, _signal(item)):
-            folder = repo.parent / f"{item.name}-{'-'.join(map(str, case))}"
+            runs[(item.originalname, case)] = (repo.parent / f"{item.name}-{'-'.join(map(str, case))}", script)
+    return {fixture: (lambda batch=batch: _interrupt_all(*batch, environ)) for fixture, batch in batches.items()}
 
-            def job(folder=folder, case=case, script=script, old=old, args=args):
-                _reset(folder, old)
-                return folder, _interrupted(folder, args, *case, script=script)
-            jobs[(item.originalname, case)] = job
-    return jobs
+
+def _interrupt_all(repo: Path, old: dict, args: list[str], runs: dict, environ: dict) -> dict:
+    for folder, _ in runs.values():
+        _reset(folder, old)
+    request = {"warm": [[str(repo), args]], "runs": [
+        {"cwd": str(folder), "args": ["render", *args], "script": script,
+         "env": {**environ, "AT": at, "K": str(k), "SIG": sig}}
+        for (_, (at, k, sig)), (folder, script) in runs.items()]}
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("forked_cli.py"))], input=json.dumps(request),
+                          capture_output=True, text=True, env=environ, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    results = {}
+    for (key, (folder, _)), answer in zip(runs.items(), json.loads(proc.stdout), strict=True):
+        result = subprocess.CompletedProcess(["rulesgen", "render", *args], answer["returncode"], answer["stdout"],
+                                             without_promtool_note(answer["stderr"]))
+        results[key] = (folder, result)
+    return results
 
 
 def _results(interrupted, request, setup) -> list[tuple[tuple, Path, subprocess.CompletedProcess]]:
     """(case, folder, result) of each render the running test interrupted."""
     test = request.node.originalname
-    return [(case, *interrupted[(test, case)]) for case in _cases(test, setup, _signal(request.node))]
+    done = interrupted[CASES[test][0]]
+    return [(case, *done[(test, case)]) for case in _cases(test, setup, _signal(request.node))]
 
 
 def _check_interrupted_commits(results, repo, old, new, sig, code):

@@ -41,11 +41,10 @@ def rendered_elsewhere(request):
     come from this process's memos, and any order that follows set or dict hashing of strings would differ.
     A job of conftest's pool, started with the session (it runs beside the in-process tests)."""
     again = request.getfixturevalue("tmp_path_factory").mktemp("render-elsewhere") / "again"
+    env = {**os.environ, "PYTHONHASHSEED": "4242"}  # taken now (conftest.REPLAY_FIXTURES: mark None)
 
     def job():
-        result = run_cli_process("render", "--scenario-tests", "--out", str(again),
-                                 env={**os.environ, "PYTHONHASHSEED": "4242"})
-        return result, again
+        return run_cli_process("render", "--scenario-tests", "--out", str(again), env=env), again
     return {"again": job}
 
 
