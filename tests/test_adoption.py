@@ -254,12 +254,12 @@ def test_the_example_follows_the_users_selector_and_host_labels(tmp_path, promto
 
 # ---- exporter/ for the GPU Operator, and `rulesgen list` -------------------------------------------------
 
-def test_exporter_has_a_gpu_operator_variant_with_the_same_counters(rendered):
-    csv = (rendered / "exporter" / "dcgm-counters.csv").read_text()
-    cm = yaml.safe_load((rendered / "exporter" / "gpu-operator-dcgm-metrics-configmap.yaml").read_text())
+def test_exporter_has_a_gpu_operator_variant_with_the_same_counters(rendered_outputs):
+    csv = (rendered_outputs / "exporter" / "dcgm-counters.csv").read_text()
+    cm = yaml.safe_load((rendered_outputs / "exporter" / "gpu-operator-dcgm-metrics-configmap.yaml").read_text())
     assert (cm["kind"], cm["metadata"]["namespace"]) == ("ConfigMap", "gpu-operator")
     assert cm["data"] == {"dcgm-metrics.csv": csv}  # the key the operator mounts
-    patch = yaml.safe_load((rendered / "exporter" / "gpu-operator-clusterpolicy-patch.yaml").read_text())
+    patch = yaml.safe_load((rendered_outputs / "exporter" / "gpu-operator-clusterpolicy-patch.yaml").read_text())
     exporter = patch["spec"]["dcgmExporter"]
     assert exporter["config"]["name"] == cm["metadata"]["name"]
     assert {"name": "DCGM_EXPORTER_COLLECTORS", "value": "/etc/dcgm-exporter/dcgm-metrics.csv"} in exporter["env"]
@@ -277,8 +277,8 @@ def test_list_marks_the_modes_the_default_counters_leave_blind():
 
 # ---- counters_missing: the rules notice their own blindness ----------------------------------------------
 
-def test_counters_missing_reads_no_window_and_waits_a_day(rendered):
-    health = yaml.safe_load((rendered / "alerts" / "prometheus" / "health.yaml").read_text())
+def test_counters_missing_reads_no_window_and_waits_a_day(rendered_outputs):
+    health = yaml.safe_load((rendered_outputs / "alerts" / "prometheus" / "health.yaml").read_text())
     rules = [r for g in health["groups"] for r in g["rules"] if r.get("labels", {}).get("failure_mode") == "counters_missing"]
     assert len(rules) == 1
     rule = rules[0]
@@ -286,14 +286,14 @@ def test_counters_missing_reads_no_window_and_waits_a_day(rendered):
     reads = promql_tree.selectors(rule["expr"])
     assert all(s.range is None for s in reads), "a configuration gap needs no long window: `for` holds the day"
     assert {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"} <= {s.name for s in reads}
-    assert (rendered / "runbooks" / "counters-missing.md").is_file()
+    assert (rendered_outputs / "runbooks" / "counters-missing.md").is_file()
 
 
 def test_counters_missing_watches_only_active_modes(tmp_path):
     config = tmp_path / "rulesgen.yaml"
     config.write_text("failure_modes:\n  ecc_uncorrectable: {enabled: false}\n  ecc_correctable_rate: {enabled: false}\n")
     out = tmp_path / "out"
-    assert run_cli("render", "--config", str(config), "--out", str(out)).returncode == 0
+    assert run_cli("render", "--no-scenario-tests", "--config", str(config), "--out", str(out)).returncode == 0
     expr = next(r["expr"] for g in yaml.safe_load((out / "alerts/prometheus/health.yaml").read_text())["groups"]
                 for r in g["rules"] if r.get("labels", {}).get("failure_mode") == "counters_missing")
     assert not any("ECC" in name for name in promql_tree.names_read(expr)) and has(expr, "vector(1)")
