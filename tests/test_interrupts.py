@@ -1,7 +1,8 @@
 """A render is all or none, even when interrupted (issue 21 item 4): SIGINT or SIGTERM after any rename
 of the commit phase, while the new files are written, before the render writes or while the modules
 load; a failed rename, a kill -9, an unwritable folder, another filesystem. The real command in a
-subprocess (tests/gitops.py); the folder's files before and after."""
+process of its own (started fresh, or forked from a warm one: tests/forked_cli.py); the folder's files
+before and after."""
 import json
 import os
 import shutil
