@@ -33,24 +33,24 @@ class Child:
 
     def __init__(self, root: Path, nodeids: list[str]):
         self._folder = tempfile.TemporaryDirectory(prefix="rulesgen-child-")
-        self._reports = Path(self._folder.name) / "reports.jsonl"
-        args = Path(self._folder.name) / "args"
-        args.write_text("\n".join(nodeids) + "\n")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "", f"@{args}"],
-            cwd=root, env={**os.environ, REPORTS: str(self._reports)},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        folder = Path(self._folder.name)
+        self._reports, self._output = folder / "reports.jsonl", folder / "output"
+        (folder / "args").write_text("\n".join(nodeids) + "\n")
+        with open(self._output, "w") as output:  # a file, not a pipe: nothing blocks the child before it is read
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "", f"@{folder / 'args'}"],
+                cwd=root, env={**os.environ, REPORTS: str(self._reports)}, stdout=output, stderr=subprocess.STDOUT)
         self._outcomes: dict[str, tuple[str, str]] | None = None
-        self._output = ""
 
     def outcome(self, nodeid: str) -> tuple[str, str]:
         """("passed" | "skipped" | "failed", text) of the test `nodeid`, waiting for the child to end."""
         if self._outcomes is None:
-            self._output, _ = self._proc.communicate(timeout=1800)
+            self._proc.wait(timeout=1800)
             self._outcomes = _outcomes(self._reports)
         if nodeid not in self._outcomes:
-            return "failed", (f"the second pytest process (exit {self._proc.returncode}) reported nothing for "
-                              f"{nodeid}; its output:\n{self._output[-6000:]}")
+            output = self._output.read_text(errors="replace")
+            return "failed", (f"the second pytest process (exit {self._proc.returncode}) did not finish {nodeid}; "
+                              f"its output:\n{output[-6000:]}")
         return self._outcomes[nodeid]
 
     def stop(self) -> None:
@@ -61,18 +61,21 @@ class Child:
 
 
 def _outcomes(path: Path) -> dict[str, tuple[str, str]]:
-    """{nodeid: (outcome, text)} from the child's reports: failed if any phase failed, skipped if its setup
-    or call was skipped, else passed."""
+    """{nodeid: (outcome, text)} of each test the child finished (its teardown reported): failed if any phase
+    failed, skipped if its setup or call was skipped, else passed."""
     out: dict[str, tuple[str, str]] = {}
+    finished = set()
     lines = path.read_text().splitlines() if path.exists() else []
     for report in map(json.loads, lines):
+        if report["when"] == "teardown":
+            finished.add(report["nodeid"])
         before = out.get(report["nodeid"], ("passed", ""))
         if before[0] == "failed" or report["outcome"] == "passed":
             out.setdefault(report["nodeid"], before)
             continue
         text = f"[{report['when']}] {report['text']}" if report["outcome"] == "failed" else report["text"]
         out[report["nodeid"]] = (report["outcome"], text)
-    return out
+    return {nodeid: outcome for nodeid, outcome in out.items() if nodeid in finished}
 
 
 class Offloaded(pytest.Item):

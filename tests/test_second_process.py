@@ -68,3 +68,11 @@ def test_one_process_runs_everything_here(tmp_path):
     result = run(planted(tmp_path), RULESGEN_ONE_PROCESS="1")
     # test_passes_in_the_child fails here: it is not in the child
     assert result.returncode == 1 and "2 failed, 2 passed, 1 skipped" in result.stdout, result.stdout
+
+
+def test_a_child_that_dies_fails_the_tests_it_did_not_finish(tmp_path):
+    folder = planted(tmp_path)
+    (folder / "test_far.py").write_text("import os\n\ndef test_dies():\n    os._exit(3)\n")
+    result = run(folder)
+    assert result.returncode == 1 and "1 failed, 1 passed" in result.stdout, result.stdout
+    assert "the second pytest process (exit 3) did not finish test_far.py::test_dies" in result.stdout, result.stdout
