@@ -1,5 +1,8 @@
 """Bad input: every problem reported as path:line:col: error[code]: message, exit 1, nothing written."""
 import shutil
+import subprocess
+
+import pytest
 
 from conftest import edit, errors_of, run_cli
 from treeasserts import joins, numbers
@@ -7,6 +10,7 @@ from rulesgen.model import conventions
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.settings import Settings, load_settings
+from rulesgen.promql.text import grouping_problem
 
 
 
@@ -107,6 +111,28 @@ def test_config_errors(tmp_path, minimal_catalog):
         f"{c}:8:18: error[bad-type]: failure_modes.hot_gpu.thresholds.celsius must be a number, got 'hot'",
         f"{c}:9:16: error[bad-value]: failure_modes.hot_gpu.severity.warning must be one of critical, info, warning, got 'urgent'",
     ]
+
+
+def test_label_names_prometheus_reads_as_a_number_or_keyword_are_config_errors(tmp_path):
+    """`by (INF)` comes out of a config whose host label is INF, and promtool refuses the rule; the config's
+    line says so first (promql-parser would take it)."""
+    cfg = tmp_path / "rulesgen.yaml"
+    cfg.write_text("labels:\n  host: INF\n  cluster: nan\n  pod: pod\n  host_sources: [Hostname, Without]\n"
+                   "job_metrics:\n  labels: {rank: inf}\n")
+    c = str(cfg)
+    assert errors_of(load_settings, cfg) == [
+        f"{c}:2:3: error[bad-value]: labels.host: 'INF' cannot be a label of a rule's grouping: Prometheus reads it as a number in by (...)",
+        f"{c}:3:3: error[bad-value]: labels.cluster: 'nan' cannot be a label of a rule's grouping: Prometheus reads it as a number in by (...)",
+        f"{c}:5:3: error[bad-value]: labels.host_sources[1]: 'Without' cannot be a label of a rule's grouping: Prometheus reads it as a keyword in by (...)",
+        f"{c}:7:12: error[bad-value]: job_metrics.labels.rank: 'inf' cannot be a label of a rule's grouping: Prometheus reads it as a number in by (...)",
+    ]
+
+
+@pytest.mark.parametrize("label, parses", [("INF", False), ("nan", False), ("Without", False), ("infra", True), ("on", True)])
+def test_promtool_refuses_a_grouping_by_the_names_the_config_refuses(tmp_path, promtool, label, parses):
+    (tmp_path / "r.yaml").write_text(f"groups:\n- name: g\n  rules:\n  - record: a:b:c\n    expr: max by ({label}) (up)\n")
+    result = subprocess.run([promtool, "check", "rules", str(tmp_path / "r.yaml")], capture_output=True, text=True)
+    assert (result.returncode == 0) == parses == (grouping_problem(label) is None), result.stdout + result.stderr
 
 
 def test_baseline_settings_errors(tmp_path):

@@ -9,7 +9,7 @@ from ..durations import format_duration
 from ..errors import Collector, Where
 from ..model import conventions
 from ..model.catalog import GROUPS, SEVERITIES
-from ..promql.text import selector_problems
+from ..promql.text import grouping_problem, selector_problems
 from .jobmetrics import JobMetricsSettings
 from .jobmetrics import parse_settings as _job_metrics_settings
 from .mapping import Fields
@@ -186,12 +186,16 @@ def load_settings(path: Path | None) -> Settings:
     for key, attr in (("host", "host_label"), ("cluster", "cluster_label"),
                       ("namespace", "namespace_label"), ("pod", "pod_label")):
         value = labels.str(key, pattern=_LABEL)
-        if value is not None:
+        if value is not None and grouping_problem(value):
+            errors.add(labels.at(key), "bad-value", f"labels.{key}: {grouping_problem(value)}")
+        elif value is not None:
             kwargs[attr] = value
     sources = labels.str_list("host_sources")
     for i, name in enumerate(sources):
         if not re.fullmatch(_LABEL, name):
             errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {name!r} is not a label name")
+        elif grouping_problem(name):
+            errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {grouping_problem(name)}")
     if labels.has("host_sources"):
         kwargs["host_sources"] = tuple(sources)
     labels.done()

@@ -11,6 +11,19 @@ def by(labels) -> str:
     return ", ".join(labels)
 
 
+# Names Prometheus' lexer reads, in any case, as a number or a keyword: `max by (inf) (up)`, `by (NaN)` and
+# `by (without)` do not parse (promtool 2.42 and 3.5), although promql-parser takes them.
+_NOT_GROUPABLE = frozenset({"inf", "nan", "without"})
+
+
+def grouping_problem(label: str) -> str | None:
+    """Why `label` cannot stand in `by (...)` or `on (...)`, a rule's grouping; None when it can."""
+    if label.lower() in _NOT_GROUPABLE:
+        return (f"{label!r} cannot be a label of a rule's grouping: Prometheus reads it as "
+                f"{'a keyword' if label.lower() == 'without' else 'a number'} in by (...)")
+    return None
+
+
 def with_host(expr: str, host: str, sources: tuple[str, ...]) -> str:
     """Copy whichever input label a series carries (e.g. the host label: Hostname up to dcgm-exporter
     4.8.2, hostname from 4.8.3) into the output label `host`; series with none keep theirs."""
