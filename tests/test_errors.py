@@ -99,6 +99,28 @@ def test_unknown_recording_rule_reference(minimal_catalog):
     ]
 
 
+@pytest.mark.parametrize("written, found", [
+    ("> [[ t.celsius ]]1e400", "threshold celsius is written against other characters (__threshold__hot_gpu__celsius__1e400)"),
+    ("> 1[[ t.celsius ]]", "a threshold ([[ t.NAME ]]) is written against a number or a name")])
+def test_a_threshold_written_against_a_number_is_an_error_on_its_line(minimal_catalog, written, found):
+    """The rule would read one number (901e400, 190); the tree the dashboards and covers read thresholds from
+    would not see the threshold."""
+    fm = minimal_catalog / "failure_modes.yaml"
+    edit(fm, "> [[ t.celsius ]]", written)
+    assert errors_of(build_rules, load_catalog(minimal_catalog), Settings()) == [
+        f"{fm}:20:9: error[threshold-placement]: failure mode hot_gpu (warning): {found}: put a space or an operator beside it"]
+
+
+@pytest.mark.parametrize("text, said", [("", []), ("- code: 79\n", ["must be a mapping of its keys, got a list"]),
+                                        ("|-\n  xids: []\n", ["must be a mapping of its keys, got str"])])
+def test_a_catalog_file_that_is_not_a_mapping_is_named_with_its_missing_keys(minimal_catalog, text, said):
+    xid = minimal_catalog / "xid.yaml"
+    xid.write_text(text)
+    assert errors_of(load_catalog, minimal_catalog) == (
+        [f"{xid}:1:1: error[bad-type]: xid.yaml {s}" for s in said]
+        + [f"{xid}:1:1: error[missing-key]: xid.yaml: missing required key 'xids'"])
+
+
 def test_config_errors(tmp_path, minimal_catalog):
     cfg = tmp_path / "rulesgen.yaml"
     cfg.write_text("selectr: 'job=\"x\"'\nlabels:\n  host: hostname\n  clustr: k8s\nevaluation_interval: soon\n"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import Collector, RulesgenError
+from ..errors import Collector, RulesgenError, Where
 from ..memo import Memo, digest
-from ..load.yamlsource import load_file_kept
+from ..load.yamlsource import Node, load_file_kept
 from ..model.catalog import Catalog, Routing
 from ..model.panels import PANELS
 from ..model.roles import METRIC, RECORD, ROLES
@@ -57,6 +57,7 @@ def _load_catalog(directory: Path) -> Catalog:
             problems.extend(exc.diagnostics)
     if problems:  # a file that does not parse leaves nothing to cross-check
         raise RulesgenError(problems + errors.items)
+    docs = {name: _top_mapping(doc, str(directory / name), name, errors) for name, doc in docs.items()}
 
     metrics = read_metrics(docs["metrics.yaml"], errors)
     known_metrics = {n for m in metrics for n in m.names}
@@ -89,6 +90,20 @@ def _load_catalog(directory: Path) -> Catalog:
                    baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
                    own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain,
                    signal_windows=signal_windows, panel_texts=texts)
+
+
+def _top_mapping(doc, path: str, name: str, errors: Collector) -> Node:
+    """A catalog file's top level as a mapping that knows its file: an empty file is an empty mapping at its
+    first line, and one that is a list or a text is said to be wrong there (the readers then report its
+    missing keys at the file, not at an unknown place)."""
+    if isinstance(doc, Node):
+        return doc
+    if doc is not None:
+        errors.add(Where(path), "bad-type",
+                   f"{name} must be a mapping of its keys, got {'a list' if isinstance(doc, list) else type(doc).__name__}")
+    empty = Node()
+    empty.where, empty.key_where, empty.body_where = Where(path), {}, {}
+    return empty
 
 
 def _readers(panels, baselines) -> dict[str, str]:

@@ -67,3 +67,19 @@ class Marked:
         """The value to print in a threshold's place (promql.printer's Replace), None for a series."""
         threshold = self.threshold_at(selector)
         return promql.format_number(threshold.value) if threshold else None
+
+    def unplaced(self) -> str | None:
+        """Why a threshold has no place of its own in the tree, or None. `[[ t.celsius ]]1e400` writes one
+        number into the rule (901e400) but one series name into the tree, so the dashboards and covers,
+        which read the thresholds from the tree, would lose it."""
+        try:
+            names = promql_tree.names_read(self.text)
+        except promql_tree.PromQLSyntaxError:
+            return "a threshold ([[ t.NAME ]]) is written against a number or a name: put a space or an operator beside it"
+        placeholders = {t.placeholder: t for t in self.thresholds}
+        for name in names:
+            if name.startswith(PLACEHOLDER_PREFIX) and name not in placeholders:
+                t = next((t for p, t in placeholders.items() if p in name), None)
+                what = f"threshold {t.name}" if t else "a threshold"
+                return f"{what} is written against other characters ({name}): put a space or an operator beside it"
+        return None
