@@ -53,7 +53,7 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
         expr = marked.filled()
         _check_expr(expr, signal.where, errors, f"signal {signal.record}", recorded, known_metrics,
                     required=not problems, body=(signal.body, signal.expr))
-        _check_placed(marked, expr, signal.where, errors, f"signal {signal.record}")
+        _check_placed(marked, signal.where, errors, f"signal {signal.record}")
         recording.append(Rule(record=signal.record, expr=expr, source=signal.where, template_expr=marked))
         if signal.record == catalog.named("reporting"):  # the model limits are written on it
             recording.extend(_model_limit_rules(catalog, settings, limit_keys))
@@ -94,7 +94,7 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
                                             ("severity", "failure_mode", "action", *dict(settings.extra_labels)))
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported,
                         body=(spec.body, spec.expr))
-            _check_placed(marked, marked.filled(), spec.where, errors, what)
+            _check_placed(marked, spec.where, errors, what)
             summary = templates.render(spec.summary, context, spec.where, errors, what + " summary").filled()
             description = templates.render(spec.description, context, spec.where, errors, what + " description").filled()
             alert_groups.setdefault(fm.group, []).append(
@@ -378,9 +378,9 @@ def _indent(text: str, n: int) -> str:
     return "\n".join((" " * n + line) if line else line for line in text.splitlines())
 
 
-def _check_placed(marked: Marked, filled: str, where, errors: Collector, what: str) -> None:
+def _check_placed(marked: Marked, where, errors: Collector, what: str) -> None:
     """Each threshold of an expression that parses stands apart in its tree (Marked.unplaced)."""
-    problem = marked.thresholds and not promql_tree.problems(filled) and marked.unplaced()
+    problem = marked.thresholds and not promql_tree.problems(marked.filled()) and marked.unplaced()
     if problem:
         errors.add(where, "threshold-placement", f"{what}: {problem}")
 

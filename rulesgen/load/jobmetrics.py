@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..durations import format_duration
 from ..errors import Collector
 from ..model.thresholds import numeric
-from ..promql.text import grouping_problem, selector_problems
+from ..promql.text import selector_problems
 from ..promql.tree import PromQLSyntaxError, recorded_names
 from .mapping import Fields
 
@@ -83,10 +83,8 @@ def parse_settings(fields: Fields, errors: Collector) -> JobMetricsSettings:
             kwargs[key] = value
     labels = Fields(fields.mapping("labels"), errors, "job_metrics.labels")
     for key, attr in (("namespace", "namespace_label"), ("pod", "pod_label"), ("rank", "rank_label")):
-        value = labels.str(key, pattern=_LABEL)
-        if value is not None and grouping_problem(value):
-            errors.add(labels.at(key), "bad-value", f"job_metrics.labels.{key}: {grouping_problem(value)}")
-        elif value is not None:
+        value = labels.label(key, _LABEL)
+        if value is not None:
             kwargs[attr] = value
     labels.done()
     out = JobMetricsSettings(**kwargs)

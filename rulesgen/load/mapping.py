@@ -10,6 +10,7 @@ import re
 
 from ..durations import duration_seconds
 from ..errors import Collector, Where
+from ..promql.text import grouping_problem
 from .yamlsource import Node, NodeList, where_of
 
 
@@ -68,6 +69,15 @@ class Fields:
         if pattern is not None and not re.fullmatch(pattern, value):
             self.errors.add(self.at(key), "bad-value", f"{self.what}.{key}: {value!r} does not match {pattern}")
             return default
+        return value
+
+    def label(self, key, pattern):
+        """A label name the rules will group by: matching `pattern`, and one PromQL can spell in by (...)."""
+        value = self.str(key, pattern=pattern)
+        problem = value is not None and grouping_problem(value)
+        if problem:
+            self.errors.add(self.at(key), "bad-value", f"{self.what}.{key}: {problem}")
+            return None
         return value
 
     def num(self, key, required=False, default=None, minimum=None, maximum=None, integer=False):

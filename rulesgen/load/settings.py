@@ -185,17 +185,14 @@ def load_settings(path: Path | None) -> Settings:
     labels = Fields(top.mapping("labels"), errors, "labels")
     for key, attr in (("host", "host_label"), ("cluster", "cluster_label"),
                       ("namespace", "namespace_label"), ("pod", "pod_label")):
-        value = labels.str(key, pattern=_LABEL)
-        if value is not None and grouping_problem(value):
-            errors.add(labels.at(key), "bad-value", f"labels.{key}: {grouping_problem(value)}")
-        elif value is not None:
+        value = labels.label(key, _LABEL)
+        if value is not None:
             kwargs[attr] = value
     sources = labels.str_list("host_sources")
     for i, name in enumerate(sources):
-        if not re.fullmatch(_LABEL, name):
-            errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {name!r} is not a label name")
-        elif grouping_problem(name):
-            errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {grouping_problem(name)}")
+        problem = f"{name!r} is not a label name" if not re.fullmatch(_LABEL, name) else grouping_problem(name)
+        if problem:
+            errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {problem}")
     if labels.has("host_sources"):
         kwargs["host_sources"] = tuple(sources)
     labels.done()
