@@ -17,7 +17,7 @@ from scenariogen import cli, families, registry  # noqa: E402
 
 # The layers of scenariogen/__init__.py's docstring, lowest first: a module imports only modules before it.
 LAYERS = ["notation", "gpus", "fields", "phases", "fleet", "workload", "physics", "faults", "history",
-          "emission", "training", "document", "registry", "families", "check", "cli"]
+          "emission", "training", "reads", "document", "registry", "families", "check", "cli"]
 # One scenario per code path worth rebuilding in a unit test (each under a second): 5-minute samples over
 # 28 hours, the hard-loss loop's registration, a board with its own limits, a training job's own series.
 REBUILT = ["counters-missing-ecc", "gpu-lost-hard-loss-60s", "memory-overheat-gb200-own-limit",
