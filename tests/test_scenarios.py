@@ -11,7 +11,6 @@ from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
 from rulesgen.promql.text import format_number
 from rulesgen.load.scenarios import STALE, expand, load_scenarios
-from test_render import DESIGN_FAILURE_MODES
 
 SCENARIOS = sorted((ROOT / "fixtures" / "scenarios").glob("*.yaml"))
 # Variants of other scenarios (the same rules at another magnitude, for the latency classes of
@@ -66,11 +65,6 @@ def promtool_results(request):
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
     return promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
-
-
-def test_every_failure_mode_has_a_positive_scenario():
-    expected = {e.failure_mode for s in scenario_models() for e in s.expect}
-    assert DESIGN_FAILURE_MODES - expected == set()
 
 
 def test_at_least_six_normal_load_scenarios():
