@@ -30,7 +30,8 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
 # their environment when submitted, so that run_cli may change os.environ while they run.
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
                    "vmalert_results": "vmalert", "sharding_verdicts": "promtool", "one_shard_runs": "promtool",
-                   "regrouped_alerts": "promtool", "interrupted": None, "rendered_elsewhere": None}
+                   "regrouped_alerts": "promtool", "hold_runs": "promtool", "interrupted": None,
+                   "rendered_elsewhere": None}
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
                 **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
 SELECTED = pytest.StashKey[dict]()
@@ -59,6 +60,11 @@ class _SelectionRecorder:
         # The tests that wait on the pool run last (stable, otherwise in file order): the in-process tests
         # run meanwhile, instead of waiting for jobs that the second core finishes during them.
         items.sort(key=lambda item: any(f in REPLAY_FIXTURES for f in item.fixturenames))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-first-firing", action="store_true",
+                     help="rewrite tests/first_firing.yaml from this run (tests/test_holds.py)")
 
 
 def pytest_configure(config):

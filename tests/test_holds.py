@@ -1,0 +1,178 @@
+"""Every failure mode's hold, in `make test`: for each mode of the catalog, the cheapest scenario that
+expects it is replayed through promtool on the rules its expected alerts need (the alerts and every
+record they read, transitively; a rule reading ALERTS takes every alert), in the rendered order, so each
+alert computes exactly what the whole rule set computes. The first firing of every expectation must lie in
+its window and equal the one recorded in tests/first_firing.yaml: a longer or shorter `for`, window or
+threshold shows as a changed page time, to be reviewed like a changed rendered file.
+
+CI replays every scenario on the whole rule set (tests/test_scenarios.py, test_victoriametrics.py); this
+file is what `make test` can afford for all of them (a fraction of the rules, a sample of scenarios).
+
+After a deliberate change: `.venv/bin/python -m pytest tests/test_holds.py --update-first-firing`
+rewrites tests/first_firing.yaml (review its diff)."""
+import json
+import re
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+import shard_equality as se
+from conftest import ROOT, replay_env, replay_fixture
+from rulesgen import artifacts
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
+from rulesgen.load.scenarios import load_scenarios
+from rulesgen.load.settings import load_settings
+from rulesgen.promql.graph import ALERT_SERIES, Graph
+from rulesgen.promql.tree import selectors
+
+RECORDED = ROOT / "tests" / "first_firing.yaml"
+
+
+def _scenarios():
+    catalog = load_catalog(bundled_catalog_dir())
+    found = load_scenarios(sorted((ROOT / "fixtures" / "scenarios").glob("*.yaml")),
+                           [fm.id for fm in catalog.failure_modes])
+    return catalog, {s.name: s for s in artifacts.for_settings(found, load_settings(ROOT / "rulesgen.yaml"))}
+
+
+CATALOG, SCENARIOS = _scenarios()
+
+
+def sample() -> list[str]:
+    """For every failure mode of the catalog (in its order), the scenario expecting it with the fewest
+    evaluation steps x series; a mode that no scenario expects fails here, naming it."""
+    def cost(name):
+        s = SCENARIOS[name]
+        return (s.duration // s.evaluation_interval) * len(s.series), name
+    chosen: list[str] = []
+    for mode in CATALOG.failure_modes:
+        firing = [n for n, s in SCENARIOS.items() if any(e.failure_mode == mode.id for e in s.expect)]
+        assert firing, f"failure mode {mode.id}: no scenario in fixtures/scenarios expects it"
+        if not set(firing) & set(chosen):
+            chosen.append(min(firing, key=cost))
+    return sorted(chosen)
+
+
+SAMPLE = sample()
+
+
+def needed_rules(files: list[Path], modes: set[str]) -> list[dict]:
+    """The rendered rule files cut to the rules the alerts of `modes` need, groups and order kept."""
+    docs = [yaml.safe_load(f.read_text()) for f in files]
+    rules = [types.SimpleNamespace(**r) for doc in docs for g in doc["groups"] for r in g["rules"]]
+    graph = Graph(rules)
+
+    def reads(i: int) -> set[int]:
+        """The rules rule i reads; of the alerts, those its ALERTS selectors can match (the graph takes all)."""
+        alert_reads = [s for s in selectors(rules[i].expr) if set(s.names) & set(ALERT_SERIES)]
+        return {j for j in graph.read_rules(i) if not getattr(rules[j], "alert", None) or any(
+            s.may_select({"alertname": rules[j].alert, **getattr(rules[j], "labels", {})}) for s in alert_reads)}
+
+    todo = [i for i, r in enumerate(rules) if getattr(r, "alert", None) and r.labels.get("failure_mode") in modes]
+    keep: set[int] = set()
+    while todo:
+        i = todo.pop()
+        if i not in keep:
+            keep.add(i)
+            todo.extend(reads(i))
+    out, i = [], 0
+    for doc in docs:
+        groups = []
+        for g in doc["groups"]:
+            kept = [r for k, r in enumerate(g["rules"], start=i) if k in keep]
+            i += len(g["rules"])
+            if kept:
+                groups.append({**g, "rules": kept})
+        if groups:
+            out.append({"groups": groups})
+    return out
+
+
+def _first_firing_listing(s) -> dict:
+    """The first firing time of every alert of the replay, printed by promtool (it expects none)."""
+    window = s.duration + s.evaluation_interval
+    expr = (f'min_over_time(timestamp(ALERTS{{alertstate="firing"}})[{window}s:{s.evaluation_interval}s])')
+    return {"expr": f'label_replace({expr}, "{se.AT}", "{s.duration}", "", "")', "eval_time": f"{s.duration}s",
+            "exp_samples": []}
+
+
+def first_firings(promtool: str, test_file: Path, s, workdir: Path) -> list[int | None]:
+    """Per expectation of s, its first firing (seconds from the start) on the rules its modes need."""
+    doc = yaml.load(test_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    files = [(test_file.parent / f).resolve() for f in doc["rule_files"]]
+    cut = needed_rules(files, {e.failure_mode for e in s.expect})
+    doc["rule_files"] = []
+    for k, rules in enumerate(cut):
+        path = workdir / f"rules-{k}.yaml"
+        path.write_text(json.dumps(rules))
+        doc["rule_files"].append(str(path))
+    doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
+    doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)]
+    (workdir / "doc.json").write_text(json.dumps(doc))
+    run, failures = se._run(promtool, doc, workdir, "holds")
+    assert not failures, failures
+    firsts = [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()]
+    return [min((t for labels, t in firsts if labels.get("failure_mode") == e.failure_mode
+                 and all(labels.get(k) == v for k, v in e.labels)), default=None) for e in s.expect]
+
+
+@replay_fixture
+def hold_runs(request):
+    """The first firings of every sampled scenario, each a job of conftest's pool."""
+    rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
+    base = request.getfixturevalue("tmp_path_factory").mktemp("holds")
+
+    def job(name):
+        work = base / name
+        work.mkdir()
+        return first_firings(promtool, rendered / "tests" / "promtool" / f"{name}.yaml", SCENARIOS[name], work)
+    return {name: (lambda name=name: job(name)) for name in SAMPLE}
+
+
+def _key(e) -> str:
+    return e.failure_mode + "{" + ", ".join(f"{k}={v}" for k, v in e.labels) + "}"
+
+
+def _recorded() -> dict:
+    return yaml.safe_load(RECORDED.read_text()) if RECORDED.exists() else {}
+
+
+@pytest.mark.parametrize("name", SAMPLE)
+def test_every_expectation_first_fires_in_its_window_at_its_recorded_time(name, hold_runs, request):
+    s, firsts = SCENARIOS[name], hold_runs[name]
+    measured = {_key(e): (None if t is None else t - e.after) for e, t in zip(s.expect, firsts)}
+    if request.config.getoption("--update-first-firing"):
+        recorded = _recorded()
+        recorded[name] = measured
+        RECORDED.write_text("# First firing of each expectation, seconds after its `after` (tests/test_holds.py;\n"
+                            "# rewrite with --update-first-firing after a deliberate change, and review the diff).\n"
+                            + yaml.safe_dump(dict(sorted(recorded.items())), sort_keys=True))
+    for e, t in zip(s.expect, firsts):
+        assert t is not None and e.after <= t <= e.after + e.within, (
+            f"{name}: {_key(e)} first fires at {t} s, expected within [{e.after}, {e.after + e.within}] s")
+    assert measured == _recorded().get(name), (
+        f"{name}: the first firings changed (seconds after the fault; was {_recorded().get(name)}): "
+        "a changed `for`, window or threshold changes when a user is paged. If deliberate, rerun with "
+        "--update-first-firing and review tests/first_firing.yaml's diff.")
+
+
+def test_the_sample_covers_every_failure_mode_of_the_catalog():
+    fired = {e.failure_mode for name in SAMPLE for e in SCENARIOS[name].expect}
+    assert {fm.id for fm in CATALOG.failure_modes} <= fired
+
+
+def test_the_cut_keeps_an_alert_and_everything_it_reads(rendered):
+    files = sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))
+    files = [f for f in files if f.stem != "aggregates"]
+    cut = needed_rules(files, {"ecc_uncorrectable"})
+    kept = [r for doc in cut for g in doc["groups"] for r in g["rules"]]
+    modes = {r["labels"]["failure_mode"] for r in kept if "alert" in r}
+    assert "ecc_uncorrectable" in modes and modes <= {"ecc_uncorrectable", "gpu_lost", "exporter_down"}, modes
+    written = {r.get("record") for r in kept}
+    for r in kept:  # every record a kept rule reads is kept
+        for name in re.findall(r"\b[a-z_]+:[a-z0-9_]+:[a-z0-9_]+\b", r["expr"]):
+            assert name in written, (r.get("alert") or r.get("record"), name)
+    everything = sum(len(g["rules"]) for f in files for g in yaml.safe_load(f.read_text())["groups"])
+    assert 0 < len(kept) < everything / 3
