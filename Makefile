@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # them after make test has passed).
 REPLAY ?= all
 
-.PHONY: render test test-live test-package test-sharding test-interrupts-all test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures clean
+.PHONY: render test test-live test-package test-sharding test-interrupts-all test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,10 @@ bench: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py --skip-latency
 	$(BIN)/python benchmarks/fleet.py $(FLEET_ARGS)
 	$(BIN)/python benchmarks/sharded.py $(SHARDED_ARGS)
+
+# On demand, not in CI: each bug of scripts/mutants.py planted alone in a copy of HEAD, then make test there (~10 min a bug); e.g. MUTANTS_ARGS='--only 1,4 --command "python -m pytest -q tests/test_x.py"'.
+mutants: $(STAMP) tools
+	$(BIN)/python scripts/mutants.py $(MUTANTS_ARGS)
 
 fixtures: $(STAMP)
 	$(BIN)/python fixtures/build_scenarios.py

@@ -1,0 +1,154 @@
+"""Plant known bugs, one at a time, and see whether the tests catch them (`make mutants`, on demand).
+
+Each bug is an exact text substitution in one file of a throw-away copy of HEAD (`git worktree add --detach`,
+removed at the end; uncommitted changes are not in it). The text must be found exactly once: a plant that
+no longer applies is reported `stale`, never skipped. After planting, the copy is re-rendered (`rulesgen
+render`, as its author would before committing, so the bug is not caught by the staleness test alone; a render
+that fails is a catch), then the command runs in the copy (default: make test). The table says, per bug,
+caught or missed and the first failing test id.
+
+The copy runs with this venv: PYTHONPATH puts the copy's rulesgen before the venv's editable install (which
+points at the checkout the venv was made in), and make gets VENV=<this venv> with its install stamp and
+`tools` marked old (-o), so it neither reinstalls this venv against the copy nor fetches engines: a venv of
+the copy's own (pip install -e) would cost more than a plant's whole run. The copy's .tools links to this
+checkout's.
+
+usage: scripts/mutants.py [--command CMD] [--only N,N] [--no-render] [--list]; exit 1 when a plant is stale.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FM = "catalog/failure_modes.yaml"
+
+
+@dataclass(frozen=True)
+class Plant:
+    bug: str
+    path: str
+    old: str
+    new: str
+
+
+XID79 = ('          or max by ([[ gpu ]]) (gpu:dcgm_xid_last:info{xid="79"})\n'
+         '          or max by ([[ gpu ]]) (max_over_time(gpu:dcgm_xid:recent{xid="79"}[[ w.xid79 ]]))\n')
+XID_DRAIN = ('max by ([[ gpu ]], xid) (gpu:dcgm_xid_last:info{xid=~"[[ xid.drain ]]", xid!="79"})\n'
+             '          or max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid=~"[[ xid.drain ]]", xid!="79"})')
+FB_USED = ('        scale: 9.5367431640625e-7\n        since: "4.9.0"\n        source: "dcgm-exporter 4.9.0 release notes '
+           '(DCGM 4.7 field deprecations); new field ids 1603-1648"\n    description: >-\n      Used framebuffer memory')
+DRAINING = 'count by ([[ fleet ]]) (max by ([[ fleet ]], [[ host ]], gpu) (ALERTS{alertstate="firing", action="drain"}))\n              / on'
+STALE_FILES = ('    found += [Change(p.relative_to(out).as_posix(), "stale", p.read_text(encoding="utf-8", errors="replace"), "")\n'
+               '              for p in _stale(out, artifacts)]\n')
+EACH_ARTIFACT = "    for a in artifacts:\n        p = out / a.path\n"
+
+PLANTS = [
+    Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
+          "gpu:dcgm_ecc_dbe_volatile:max > [[ t.errors ]]", "gpu:dcgm_ecc_dbe_volatile:max < [[ t.errors ]]"),
+    Plant("gpu_lost (XID 79): gpu dropped from by (...)", FM, XID79, XID79.replace("[[ gpu ]]", "[[ node ]], UUID, modelName")),
+    Plant("ECC DBE alert: for 1m doubled to 2m", FM, "        for: 1m\n        for_source: >-\n          A double-bit",
+          "        for: 2m\n        for_source: >-\n          A double-bit"),
+    Plant("YAML loader: duplicate keys checked in the wrong dict", "rulesgen/load/yamlsource.py",
+          "            if key in result:\n", "            if key in result.body_where:\n"),
+    Plant("4.9 rename skipped: DCGM_FI_DEV_GPU_TEMP_CELSIUS alias dropped", "catalog/metrics.yaml",
+          '    aliases:\n      - name: DCGM_FI_DEV_GPU_TEMP_CELSIUS\n        since: "4.9.0"\n', ""),
+    Plant("21 rules allowed in a group of a 20-rule limit (Mimir's)", "rulesgen/builders/engine_fit.py",
+          "    if limit <= 0 or n <= limit:\n        return [run]\n", "    if limit <= 0 or n <= limit + 1:\n        return [run]\n"),
+    Plant("remote-write allowlist: first failure mode's ALERTS not forwarded", "rulesgen/render/sharded.py",
+          "'|'.join(read['failure_mode'])", "'|'.join(read['failure_mode'][1:])"),
+    Plant("rulesgen check: a file no longer generated is ignored", "rulesgen/artifacts.py", STALE_FILES, ""),
+    Plant("FB_USED_BYTES scaled to KiB (1/1024), not MiB", "catalog/metrics.yaml", FB_USED,
+          FB_USED.replace("9.5367431640625e-7", "9.765625e-4")),
+    Plant("fleet_capacity_degraded: cluster dropped from the draining GPUs' max by", FM, DRAINING,
+          DRAINING.replace("max by ([[ fleet ]], [[ host ]], gpu)", "max by ([[ host ]], gpu)")),
+    Plant("critical XID alert: xid dropped from by (...)", FM, XID_DRAIN, XID_DRAIN.replace("[[ gpu ]], xid", "[[ gpu ]]")),
+    Plant("rulesgen check: alertmanager/rulesgen.yaml ignored", "rulesgen/artifacts.py", EACH_ARTIFACT,
+          EACH_ARTIFACT.replace("        p =", '        if a.path == "alertmanager/rulesgen.yaml":\n            continue\n        p =')),
+]
+
+
+def plant(copy: Path, p: Plant) -> bool:
+    """Apply p in the copy; False (stale) unless its text is there exactly once."""
+    path = copy / p.path
+    text = path.read_text() if path.exists() else ""
+    if text.count(p.old) != 1:
+        return False
+    path.write_text(text.replace(p.old, p.new))
+    return True
+
+
+def first_failure(output: str) -> str:
+    """The first test pytest reports FAILED or ERROR, else the output's last line."""
+    found = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    lines = output.strip().splitlines()
+    return found.group(1) if found else (lines[-1][:100] if lines else "")
+
+
+def row(n: int | str, bug: str, result: str, first: str) -> str:
+    return f"{n:>2}  {bug:<{max(len(p.bug) for p in PLANTS)}}  {result:<6}  {first}"
+
+
+def run(repo: Path, plants: dict[int, Plant], command: str, render: bool) -> dict[int, tuple[str, str]]:
+    """{number: (caught | missed | stale, first failing test)} of each plant, each planted alone in a copy
+    of repo's HEAD; each row is printed as it is known."""
+    rows = {}
+
+    def report(n: int, result: str, first: str = "") -> None:
+        rows[n] = (result, first)
+        print(row(n, plants[n].bug, result, first), flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="rulesgen-mutants-") as tmp:
+        copy = Path(tmp) / "copy"
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(copy), "HEAD"], check=True)
+        try:
+            if (repo / ".tools").exists():
+                (copy / ".tools").symlink_to((repo / ".tools").resolve())
+            env = {**os.environ, "PYTHONPATH": str(copy),
+                   "PATH": f"{copy / '.tools' / 'bin'}:{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+            for n, p in plants.items():
+                subprocess.run(["git", "-C", str(copy), "checkout", "-q", "--", "."], check=True)
+                subprocess.run(["git", "-C", str(copy), "clean", "-fdq"], check=True)
+                if not plant(copy, p):
+                    report(n, "stale", f"{p.path}: the text to replace is not there exactly once")
+                    continue
+                if render:
+                    proc = subprocess.run([sys.executable, "-m", "rulesgen.cli", "render"], cwd=copy, env=env,
+                                          capture_output=True, text=True)
+                    if proc.returncode:
+                        report(n, "caught", "rulesgen render: " + first_failure(proc.stderr))
+                        continue
+                proc = subprocess.run(command, shell=True, cwd=copy, env=env, capture_output=True, text=True)
+                report(n, *(("caught", first_failure(proc.stdout + proc.stderr)) if proc.returncode else ("missed",)))
+        finally:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(copy)], check=False)
+    return rows
+
+
+def main(argv=None) -> int:
+    venv = Path(sys.prefix)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--command", default=f"make -o '{venv}/.installed' -o tools VENV='{venv}' test",
+                        help="run in the copy after each plant (default: make test, with this venv)")
+    parser.add_argument("--only", help="the plants to run, by number (1-based, comma-separated)")
+    parser.add_argument("--no-render", dest="render", action="store_false", help="do not re-render the copy")
+    parser.add_argument("--list", action="store_true", help="list the plants and exit")
+    args = parser.parse_args(argv)
+    numbers = [int(n) for n in args.only.split(",")] if args.only else range(1, len(PLANTS) + 1)
+    chosen = {n: PLANTS[n - 1] for n in numbers}
+    if args.list:
+        print("\n".join(row(n, p.bug, "", p.path) for n, p in chosen.items()))
+        return 0
+    print(row("#", "bug", "result", "first failing test"))
+    rows = run(ROOT, chosen, args.command, args.render)
+    return 1 if any(result == "stale" for result, _ in rows.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
