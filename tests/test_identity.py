@@ -98,6 +98,9 @@ def test_label_flow_follows_matching_and_aggregation():
     assert carried('label_replace(max by (gpu) (up), "xid", "$1", "e", "(.*)") or gpu:x:info') == ["gpu", "pod", "xid"]
     assert carried("max by (gpu) (up) unless on (gpu) gpu:x:info") == ["gpu"]
     assert carried("topk by (gpu) (1, last_over_time(gpu:x:info[1h])) * 0 + time()") == ["gpu", "pod"]
+    # absent() is one series with its selector's equality matchers (what `{{ $labels.job }}` of such an alert reads)
+    assert carried('absent(up{job="x", instance=~"y"})') == ["job"] == carried('absent_over_time(gpu:x:info{job="x"}[5m])')
+    assert not label_flow.output_labels('absent(up{job="x"})', records).open and carried("absent(sum(up))") == []
 
 
 def test_lint_flags_a_hardware_alert_that_names_the_pod(tmp_path):
