@@ -377,15 +377,18 @@ class Change:
 
 
 def changes(out: Path, artifacts) -> list[Change]:
+    """What a render into `out` would change, compared byte for byte as write_all does (read as text, a file
+    whose line endings alone were edited to CRLF passed and one not in UTF-8 stopped the check with a
+    traceback, while a render rewrote both)."""
     found = []
     for a in artifacts:
         p = out / a.path
         if not p.exists():
             found.append(Change(a.path, "missing", "", a.text))
         else:
-            text = p.read_text(encoding="utf-8")
-            if text != a.text:
-                found.append(Change(a.path, "differs", text, a.text))
+            data = p.read_bytes()
+            if data != a.text.encode("utf-8"):
+                found.append(Change(a.path, "differs", data.decode("utf-8", errors="replace"), a.text))
     found += [Change(p.relative_to(out).as_posix(), "stale", p.read_text(encoding="utf-8", errors="replace"), "")
               for p in _stale(out, artifacts)]
     return found

@@ -47,6 +47,16 @@ SHARD = "# Tier shard (alerts/sharded/shard/): local and partial rules only\n" +
     expr: {expr}
 """, name="rulesgen-shard")
 
+# An alert whose expression carries a GPU's identity (scope-identity asks it of every rulesgen alert).
+GPU_EXPR = "max by (cluster, Hostname, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP) > 90"
+XID = one_group("""\
+  - alert: GPUXid
+    expr: max by (cluster, Hostname, gpu, UUID{xid}) (DCGM_FI_DEV_XID_ERRORS) > 0
+    for: 5m
+    annotations:
+      summary: XID {{{{ $labels.xid }}}} on GPU {{{{ $labels.gpu }}}}
+""")
+
 SKEW = one_group("""\
   - record: node:seen:timestamp
     expr: max by (Hostname) (label_replace(timestamp(DCGM_FI_DEV_GPU_TEMP), "Hostname", "$1", "hostname", "(.+)"))
@@ -78,12 +88,12 @@ TABLE = {
     "value-in-label": (one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n    labels:\n"
                                  "      value: '{{ $value }}'\n"), {}, (8, 7),
                        one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n    labels:\n      value: high\n")),
-    "contract-label": (one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n"
+    "contract-label": (one_group(f"  - alert: Hot\n    expr: {GPU_EXPR}\n    for: 5m\n"
                                  + CONTRACT.replace(" action: drain", "").replace(",}", "}")), {"contract": True},
-                       (4, 5), one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n" + CONTRACT)),
-    "contract-annotation": (one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n"
+                       (4, 5), one_group(f"  - alert: Hot\n    expr: {GPU_EXPR}\n    for: 5m\n" + CONTRACT)),
+    "contract-annotation": (one_group(f"  - alert: Hot\n    expr: {GPU_EXPR}\n    for: 5m\n"
                                       + CONTRACT.replace(", dashboard_url: u", "")), {"contract": True}, (4, 5),
-                            one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n" + CONTRACT)),
+                            one_group(f"  - alert: Hot\n    expr: {GPU_EXPR}\n    for: 5m\n" + CONTRACT)),
     "fleet-per-pod": (one_group("  - record: fleet:util:avg\n    expr: avg by (cluster, pod) (DCGM_FI_DEV_GPU_UTIL)\n"),
                       {"contract": True}, (5, 5),
                       one_group("  - record: fleet:util:avg\n    expr: avg by (cluster) (DCGM_FI_DEV_GPU_UTIL)\n")),
@@ -91,6 +101,10 @@ TABLE = {
                                  name="rulesgen-health-alerts"), {}, (4, 5),
                        one_group("  - alert: GPUHot\n    expr: max by (cluster, Hostname, gpu, UUID) "
                                  "(DCGM_FI_DEV_GPU_TEMP) > 90\n    for: 5m\n" + CONTRACT, name="rulesgen-health-alerts")),
+    "scope-identity": (one_group("  - alert: GPUHot\n    expr: max by (Hostname, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP) > 90\n"
+                                 "    for: 5m\n" + CONTRACT), {"contract": True}, (4, 5),
+                       one_group(f"  - alert: GPUHot\n    expr: {GPU_EXPR}\n    for: 5m\n" + CONTRACT)),
+    "template-label": (XID.format(xid=""), {}, (8, 7), XID.format(xid=", xid")),
     "group-size": (one_group(records(21), name="big"), {}, (2, 3), one_group(records(20), name="big")),
     "group-count": (many_groups(71), {}, (282, 3), many_groups(70)),
     "alerts-reader-mixed": (one_group(records(1) + "  - record: r:alerts:count\n    expr: count(ALERTS)\n"), {}, (2, 3),

@@ -4,7 +4,7 @@ A scenario's series are split by node across two shards (hashmod sharding on the
 exporter's series, its `up` too, go with the node they name; the training jobs' own targets are split
 by target). Each shard replays its half through the shard rule files (`promtool test rules --debug`
 dumps every sample the rules wrote; the values at the first step come from a failing listing at 0s).
-What a shard's remote write would carry to the global store is then rebuilt: the series the allowlist
+What a shard's remote write would carry to the global store is then rebuilt: the series its relabelling
 keeps (its raw inputs as the scenario writes them, its records and ALERTS as the rules wrote them, with
 the staleness marker Prometheus writes when a rule's series ends), each with the shard's external label.
 The global tier replays both shards' forwarded series through the global files; one server replays
@@ -12,8 +12,8 @@ every series through the single-topology files. The alerts (name and labels, the
 pending and firing) must be the same at every evaluation step: the shards' own alerts plus the global
 tier's, against the one server's.
 
-The interface is explicit (`Topology`: rule files per tier, the allowlist regex, the shard label), so the
-harness judges any split of a rule set, not only rulesgen's own.
+The interface is explicit (`Topology`: rule files per tier, the write relabelling that picks what the
+shards forward, the shard label), so the harness judges any split of a rule set, not only rulesgen's own.
 """
 from __future__ import annotations
 
@@ -38,16 +38,57 @@ _GOT_SAMPLE = re.compile(r'(\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})\s+(\S+?)(?:,\s|$)
 
 
 @dataclass(frozen=True)
+class Relabel:
+    """One write_relabel_configs rule that picks series, as Prometheus applies it: the values of
+    source_labels (absent: "") joined by separator, matched by the whole regex; keep forwards the series
+    that match, drop those that do not."""
+    action: str
+    source_labels: tuple[str, ...] = ()
+    regex: str = "(.*)"
+    separator: str = ";"
+
+    def passes(self, labels: dict[str, str]) -> bool:
+        value = self.separator.join(labels.get(name, "") for name in self.source_labels)
+        return (re.fullmatch(self.regex, value) is not None) == (self.action == "keep")
+
+
+def relabelling(configs: list[dict]) -> tuple[Relabel, ...]:
+    """write_relabel_configs as Relabel rules. An action that rewrites series instead of picking them
+    (replace, labeldrop ...) is refused: the harness would forward them unchanged."""
+    out = []
+    for c in configs:
+        action = c.get("action", "replace")
+        if action not in ("keep", "drop"):
+            raise ValueError(f"write_relabel_configs: action {action!r}: the harness applies keep and drop only")
+        out.append(Relabel(action, tuple(c.get("source_labels") or ()), str(c.get("regex", "(.*)")),
+                           str(c.get("separator", ";"))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Topology:
     """What a sharded deployment loads: the rule files of one server (the reference), of every shard and
     of the global evaluator, each in evaluation order (promtool evaluates their groups in that order at
-    every step); the regex (on __name__) of the series the shards forward; the external label each
-    shard adds."""
+    every step); the write relabelling that picks the series the shards forward (every rule, in order);
+    the external label each shard adds."""
     single: tuple[Path, ...]
     shard: tuple[Path, ...]
     global_: tuple[Path, ...]
-    allowlist: str
+    relabel: tuple[Relabel, ...]
     shard_label: str = "shard"
+
+    def forwards(self, name: str, labels: dict[str, str]) -> bool:
+        """Whether a shard's remote write carries the series: it passes every rule (the shard's external label
+        is on it already, as Prometheus adds external labels before relabelling)."""
+        series = {**labels, "__name__": name}
+        return all(r.passes(series) for r in self.relabel)
+
+    @property
+    def listed(self) -> str:
+        """A regex of every name a shard may forward (for the listings): a keep rule's on __name__ alone, which
+        all of them pass, else any name."""
+        return next((r.regex for r in self.relabel if r.action == "keep" and r.source_labels == ("__name__",)
+                     and r.separator == ";"), ".+")
 
 
 def _in_order(folder: Path, skip: tuple[str, ...] = ()) -> tuple[Path, ...]:
@@ -60,15 +101,16 @@ def _in_order(folder: Path, skip: tuple[str, ...] = ()) -> tuple[Path, ...]:
 
 def rendered_topology(root: Path) -> Topology:
     """rulesgen's own: alerts/prometheus (less the dashboard-only aggregates) for one server,
-    alerts/sharded/{shard,global} and the keep-regex of alerts/sharded/remote-write.yaml."""
+    alerts/sharded/{shard,global} and the whole write_relabel_configs of alerts/sharded/remote-write.yaml
+    (the keep-regex on __name__, then the keep rule on the ALERTS the global rules read)."""
     rw = yaml.safe_load((root / "alerts" / "sharded" / "remote-write.yaml").read_text())
-    relabel = rw["remote_write"][0]["write_relabel_configs"][0]
+    (remote_write,) = rw["remote_write"]
     label = next(iter(rw["global"]["external_labels"]))
     return Topology(
         single=_in_order(root / "alerts" / "prometheus", skip=("aggregates",)),
         shard=_in_order(root / "alerts" / "sharded" / "shard"),
         global_=_in_order(root / "alerts" / "sharded" / "global"),
-        allowlist=relabel["regex"], shard_label=label)
+        relabel=relabelling(remote_write.get("write_relabel_configs") or []), shard_label=label)
 
 
 def single_topology(root: Path) -> Topology:
@@ -76,7 +118,8 @@ def single_topology(root: Path) -> Topology:
     then alerts on its own nodes only, the global tier on nothing): equal exactly when no rule needs
     another node's series. Used to show the comparison can fail."""
     single = rendered_topology(root).single
-    return Topology(single=single, shard=single, global_=(), allowlist="rulesgen_nothing_forwarded")
+    return Topology(single=single, shard=single, global_=(),
+                    relabel=(Relabel("keep", ("__name__",), "rulesgen_nothing_forwarded"),))
 
 
 # --- series -------------------------------------------------------------------------------------------
@@ -243,15 +286,14 @@ def _fmt(v) -> str:
 
 def forwarded(run: Run, inputs: list[tuple[str, str]], topology: Topology, shard: str, scenario: Scenario,
               step: int) -> list[tuple[str, str]]:
-    """The series a shard's remote write carries (allowlist), with its external label, in promtool notation
-    at `step`: raw inputs as written (their own staleness markers), rule outputs as written at each
+    """The series a shard's remote write carries (Topology.forwards), with its external label, in promtool
+    notation at `step`: raw inputs as written (their own staleness markers), rule outputs as written at each
     evaluation, a staleness marker at the first evaluation a rule's series is gone."""
-    keep = re.compile(topology.allowlist)
     slots = scenario.duration // step + 1
     out = []
     for s, values in inputs:
         name, labels = parse_series(s)
-        if not keep.fullmatch(name):
+        if not topology.forwards(name, {**labels, topology.shard_label: shard}):
             continue
         grid: list = [None] * slots
         for i, v in enumerate(expand(values)):
@@ -262,7 +304,7 @@ def forwarded(run: Run, inputs: list[tuple[str, str]], topology: Topology, shard
     raw = {parse_series(s)[0] for s, _ in inputs}
     ev = scenario.evaluation_interval
     for (name, labels), points in sorted(run.samples.items()):
-        if not keep.fullmatch(name) or name in raw:
+        if name in raw or not topology.forwards(name, {**dict(labels), topology.shard_label: shard}):
             continue
         grid = [None] * slots
         for t in range(0, scenario.duration + 1, ev):
@@ -318,7 +360,7 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     is then that file with the listings added, so the same promtool run also judges the scenario's own
     expectations (Verdict.expectations), and CI need not replay the scenario a second time."""
     step = gcd(scenario.interval, scenario.evaluation_interval)
-    listed = f"ALERTS|{topology.allowlist}"
+    listed = f"ALERTS|{topology.listed}"
     halves = split(scenario)
     # the one server and the shards are independent replays: run them at once (one promtool each)
     def one_server() -> tuple[Run, tuple[str, ...]]:

@@ -3,6 +3,7 @@ file (tests/checks_table.py) that must give exactly its finding, at its line and
 that must give none. No engine binary: every test here runs with an empty PATH and fails if anything
 starts a process."""
 import pkgutil
+import shutil
 import subprocess
 import sys
 import threading
@@ -11,13 +12,18 @@ from pathlib import Path
 import pytest
 
 from checks_table import CHECK_MODULES, HEADER, INFRASTRUCTURE, TABLE, declared
-from conftest import ROOT
+from conftest import ROOT, edit, run_cli
 from rulesgen import checks
+from rulesgen.builders.rules import build_rules
+from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.checks import CHECKS, check_of, lint_files
 from rulesgen.checks.base import FILES, GROUP, LOAD, RULE
 from rulesgen.checks.registry import MODULES
 from rulesgen.checks.runner import GENERATED_MARK, is_rulesgen_file
+from rulesgen.checks.template_labels import labels_used
 from rulesgen.errors import Diagnostic
+from rulesgen.load.settings import Settings
+from rulesgen.render.prometheus import render_rule_file
 
 
 @pytest.fixture(autouse=True)
@@ -193,3 +199,75 @@ groups:
         "instant-slow-record gpu:fast:delta: reads gpu:fast:value",
         "instant-slow-record gpu:fast:delta: reads gpu:slow:mean",
     ]
+
+
+def test_template_label_reads_the_alerts_labels_as_go_templates_do():
+    """$labels.X anywhere, index $labels "X", .Labels.X only where dot is the alert's data (not inside with or
+    range, nor a query's (index . 0).Labels); a PromQL string or a }} inside one is no use of a label."""
+    assert labels_used("{{ $labels.gpu }} on {{- $labels.Hostname -}}{{ if $labels.xid }}{{ .Labels.xid }}{{ end }}") == [
+        "gpu", "Hostname", "xid"]
+    assert labels_used('{{ with query (printf `x{a=%q}` (index $labels "cluster")) }}{{ (index . 0).Labels.pod }}'
+                       '{{ .Labels.inner }}{{ end }}{{ .Labels.outer }}') == ["cluster", "outer"]
+    assert labels_used('{{ range query "up{job=\\"}}\\"}" }}{{ .Labels.instance }}{{ end }}{{ index .Labels "UUID" }}') == ["UUID"]
+    assert labels_used('{{ $job := $labels }}{{ $job.pod }}{{ "$labels.quoted" }}{{/* $labels.comment */}} $labels.text') == []
+
+
+def _lint_catalog(tmp_path: Path, edits: list[tuple[str, str]]) -> list[Diagnostic]:
+    """The bundled catalog with `edits` made to failure_modes.yaml, its rule files rendered and linted."""
+    catalog = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), catalog)
+    for old, new in edits:
+        edit(catalog / "failure_modes.yaml", old, new)
+    paths = []
+    for f in build_rules(load_catalog(catalog), Settings()).files:
+        path = tmp_path / f.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_rule_file(f))
+        paths.append(path)
+    return lint_files(paths)
+
+
+def _where(path: Path, alert: str, key: str) -> int:
+    """The line of `key:` in alert's rule (the alert's own line for key "alert")."""
+    lines = path.read_text().splitlines()
+    start = lines.index(f"  - alert: {alert}")
+    return start + 1 + next(i for i, text in enumerate(lines[start:]) if text.strip().lstrip("- ").startswith(key + ":"))
+
+
+def test_lint_finds_catalog_alerts_that_lost_a_label_their_text_or_identity_needs(tmp_path):
+    """The bundled catalog with `xid` dropped from the critical XID alert's aggregation (its summary would
+    read "XID  on GPU 0") and the cluster label from the warning XID alert's: lint names both at the rule;
+    the catalog as it is renders clean (test_committed_rule_files_lint_clean)."""
+    drain = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid{kind}{{xid=~"[[ xid.drain ]]", xid!="79"}})'
+    other = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid!~"[[ xid.application ]]|[[ xid.drain ]]|79"})'
+    found = _lint_catalog(tmp_path, [
+        (drain.format(kind="_last:info"), drain.format(kind="_last:info").replace(", xid)", ")")),
+        (drain.format(kind=":recent"), drain.format(kind=":recent").replace(", xid)", ")")),
+        (other, other.replace("[[ gpu ]]", "[[ host ]], gpu, UUID, modelName"))])
+    health = tmp_path / "alerts" / "prometheus" / "health.yaml"
+    assert [(Path(f.path), f.line, f.code, f.message.split(":")[0]) for f in found] == [
+        (health, _where(health, "GPUXIDErrorCritical", "description"), "template-label", "GPUXIDErrorCritical"),
+        (health, _where(health, "GPUXIDErrorCritical", "summary"), "template-label", "GPUXIDErrorCritical"),
+        (health, _where(health, "GPUXIDErrorWarning", "alert"), "scope-identity", "GPUXIDErrorWarning"),
+    ]
+    assert "reads $labels.xid, which the alert cannot carry" in found[1].message
+    assert "cannot carry cluster, which name failure mode xid_error's subject (cluster, Hostname, gpu, UUID)" in found[2].message
+
+
+def test_lint_asks_the_configured_cluster_label_and_the_catalogs_scopes(tmp_path):
+    """`rulesgen lint` reads labels.cluster from --config and each failure mode's scope from --catalog."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(HEADER + TABLE["scope-identity"][3].replace("cluster,", "region,"))
+    config = tmp_path / "region.yaml"
+    config.write_text("labels:\n  cluster: region\n")
+    assert run_cli("lint", str(rules), "--config", str(config)).returncode == 0
+    default = run_cli("lint", str(rules))  # the repository's rulesgen.yaml: labels.cluster is cluster
+    assert default.returncode == 1 and "error[scope-identity]: GPUHot: cannot carry cluster" in default.stdout
+    catalog = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), catalog)
+    edit(catalog / "failure_modes.yaml", "  - id: gpu_lost\n    title: GPU lost\n    group: health\n    scope: gpu\n",
+         "  - id: gpu_lost\n    title: GPU lost\n    group: health\n    scope: fleet\n")
+    rules.write_text(HEADER + TABLE["scope-identity"][3].replace("Hostname, gpu, UUID", "blind"))
+    assert run_cli("lint", str(rules), "--catalog", str(catalog)).returncode == 0
+    bundled = run_cli("lint", str(rules))
+    assert bundled.returncode == 1 and "cannot carry Hostname, gpu, UUID" in bundled.stdout

@@ -143,6 +143,33 @@ def test_check_diff_prints_the_stale_files_and_fails(edited, rendered_outputs):
     assert fresh.returncode == 0 and fresh.stdout.endswith("generated files are up to date\n")
 
 
+def test_check_names_every_file_a_render_writes_once_edited(tmp_path):
+    """Every file the plan writes (iterated, not listed: alerts, alertmanager/, dashboards, deploy, exporter,
+    runbooks ...), each edit of it alone, makes the comparison name that file and no other: one byte changed,
+    its line endings made CRLF (a text read took those for the render), a byte that is not UTF-8 (a text read
+    stopped there). The command fails on the Alertmanager config with CRLF line endings, naming it."""
+    from rulesgen import artifacts as arts
+    from rulesgen.catalog import bundled_catalog_dir
+    plan = arts.plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
+    arts.write_all(tmp_path, plan.artifacts)
+    assert arts.differences(tmp_path, plan.artifacts) == []
+    edits = {"one byte": lambda b: b[:-2] + (b"x" if b[-2:-1] != b"x" else b"y") + b[-1:],
+             "CRLF": lambda b: b.replace(b"\n", b"\r\n"), "not UTF-8": lambda b: b + b"\xe9\n"}
+    for a in plan.artifacts:
+        path = tmp_path / a.path
+        original = path.read_bytes()
+        for name, edit in edits.items():
+            path.write_bytes(edit(original))
+            assert arts.differences(tmp_path, plan.artifacts) == [f"{a.path}: differs from a fresh render"], (a.path, name)
+        path.write_bytes(original)
+    assert {a.path.split("/")[0] for a in plan.artifacts} >= {"alerts", "alertmanager", "dashboards", "deploy", "exporter",
+                                                            "runbooks"}
+    config = tmp_path / "alertmanager" / "rulesgen.yaml"
+    config.write_bytes(config.read_bytes().replace(b"\n", b"\r\n"))
+    result = run_cli("check", "--out", str(tmp_path))
+    assert result.returncode == 1 and "alertmanager/rulesgen.yaml: differs from a fresh render" in result.stderr, result.stderr
+
+
 # --- 3. --format json -------------------------------------------------------------------------------
 
 def as_json(result):
@@ -246,7 +273,7 @@ def test_lint_json(tmp_path):
 def test_contract_is_a_property_of_each_check():
     from rulesgen.checks import CHECKS, check_of
     assert {c.code for c in CHECKS.values() if c.contract} == {
-        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity"}
+        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity"}
     assert check_of("rate-window").contract is False and check_of("no-such-check").severity == "warning"
 
 

@@ -98,6 +98,9 @@ def test_label_flow_follows_matching_and_aggregation():
     assert carried('label_replace(max by (gpu) (up), "xid", "$1", "e", "(.*)") or gpu:x:info') == ["gpu", "pod", "xid"]
     assert carried("max by (gpu) (up) unless on (gpu) gpu:x:info") == ["gpu"]
     assert carried("topk by (gpu) (1, last_over_time(gpu:x:info[1h])) * 0 + time()") == ["gpu", "pod"]
+    # absent() is one series with its selector's equality matchers (what `{{ $labels.job }}` of such an alert reads)
+    assert carried('absent(up{job="x", instance=~"y"})') == ["job"] == carried('absent_over_time(gpu:x:info{job="x"}[5m])')
+    assert not label_flow.output_labels('absent(up{job="x"})', records).open and carried("absent(sum(up))") == []
 
 
 def test_lint_flags_a_hardware_alert_that_names_the_pod(tmp_path):
@@ -106,7 +109,7 @@ def test_lint_flags_a_hardware_alert_that_names_the_pod(tmp_path):
   - alert: {name}
     expr: |
       (gpu:dcgm_ecc_dbe_volatile:max > 0)
-      * on (Hostname, gpu, UUID) group_left (namespace, pod) gpu:dcgm_workload:info
+      * on (cluster, Hostname, gpu, UUID) group_left (namespace, pod) gpu:dcgm_workload:info
     for: 1m
     labels: {{action: drain, failure_mode: ecc_uncorrectable, severity: critical}}
     annotations: {{summary: s, description: d, runbook_url: r, dashboard_url: u}}
@@ -116,9 +119,9 @@ groups:
 - name: rulesgen-gpu-signals
   rules:
   - record: gpu:dcgm_ecc_dbe_volatile:max
-    expr: max by (Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)
+    expr: max by (cluster, Hostname, gpu, UUID, modelName) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)
   - record: gpu:dcgm_workload:info
-    expr: group by (Hostname, gpu, UUID, namespace, pod) (DCGM_FI_DEV_GPU_TEMP)
+    expr: group by (cluster, Hostname, gpu, UUID, namespace, pod) (DCGM_FI_DEV_GPU_TEMP)
 - name: {HEALTH_GROUP}
   rules:
 {body.format(name="GPUECCUncorrectable")}

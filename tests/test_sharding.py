@@ -78,6 +78,54 @@ assert _SELECTION in SELECTIONS, f"RULESGEN_SHARDING={_SELECTION!r}: expected on
 CHOSEN = [name for name in MULTI_NODE if name in SELECTIONS[_SELECTION]]
 
 
+@pytest.fixture(scope="module")
+def sharded_plan():
+    return artifacts.plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
+
+
+def _topology_of(root: Path, remote_write: str) -> se.Topology:
+    path = root / "alerts" / "sharded" / "remote-write.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(remote_write)
+    return se.rendered_topology(root)
+
+
+def test_the_harness_forwards_exactly_what_the_rendered_remote_write_keeps(sharded_plan, tmp_path):
+    """The harness reads every write_relabel_configs rule, as Prometheus applies them (a series passes every
+    keep rule and no drop rule): every name the global rules read passes, ALERTS only of the alerts they read
+    (the second keep rule: the first alone forwarded every alert's), and a name none reads is refused. A keep
+    or drop rule planted in a copy of remote-write.yaml changes the result; a rewriting rule is refused."""
+    plan = sharded_plan
+    fragment = next(a.text for a in plan.artifacts if a.path == "alerts/sharded/remote-write.yaml")
+    topology = _topology_of(tmp_path / "rendered", fragment)
+    assert len(topology.relabel) == 2 and topology.listed.startswith("ALERTS|")
+    shard = {topology.shard_label: "shard-0"}
+    forwarded = set(plan.sharded.forwarded)
+    assert all(topology.forwards(name, {**shard, "gpu": "0"}) for name in forwarded - {"ALERTS"})
+    read = dict(plan.sharded.alerts_read)
+    for label, values in read.items():
+        assert all(topology.forwards("ALERTS", {**shard, "alertstate": "firing", label: v}) for v in values), label
+    unread = [(r.alert, r.failure_mode) for r in plan.rules.rules
+              if r.alert and r.alert not in read["alertname"] and r.failure_mode not in read["failure_mode"]]
+    assert len(unread) > 10
+    assert not any(topology.forwards("ALERTS", {**shard, "alertname": a, "failure_mode": fm}) for a, fm in unread)
+    kept_home = {r.record for f in plan.sharded.shard_files for g in f.groups for r in g.rules if r.record} - forwarded
+    assert kept_home and not any(topology.forwards(name, shard) for name in kept_home | {"DCGM_FI_DEV_GPU_TEMP"})
+    # a third keep rule, then a drop rule, planted in a copy
+    doc = yaml.safe_load(fragment)
+    rules = doc["remote_write"][0]["write_relabel_configs"]
+    rules.append({"source_labels": ["__name__"], "regex": "ALERTS|training_loss", "action": "keep"})
+    planted = _topology_of(tmp_path / "keep", yaml.safe_dump(doc))
+    assert planted.forwards("training_loss", shard) and not planted.forwards("gpu:dcgm_workload:info", shard)
+    assert topology.forwards("gpu:dcgm_workload:info", shard)
+    rules[-1] = {"source_labels": ["__name__"], "regex": "training_.*", "action": "drop"}
+    dropped = _topology_of(tmp_path / "drop", yaml.safe_dump(doc))
+    assert not dropped.forwards("training_loss", shard) and dropped.forwards("gpu:dcgm_workload:info", shard)
+    rules[-1] = {"action": "labeldrop", "regex": "shard"}
+    with pytest.raises(ValueError, match="labeldrop"):
+        _topology_of(tmp_path / "rewrite", yaml.safe_dump(doc))
+
+
 def _hosts(series) -> set[str]:
     return {labels[h] for s, _ in series for labels in [se.parse_series(s)[1]] for h in se.HOST_LABELS if h in labels}
 

@@ -252,6 +252,12 @@ def _escape(regex: str) -> str:
     return regex.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _dashboard_variables(fm: FailureMode, settings: Settings) -> tuple[str, ...]:
+    """The dashboard variables an alert's link sets: the host and the GPU, those of them its scope carries (a
+    node's alert has no gpu label, a cluster's neither: the link would set them to nothing)."""
+    return tuple(label for label in settings.scope_labels(fm.scope) if label in (settings.host_label, "gpu"))
+
+
 def _alert_rule(view: ModeView, spec, expr: str, summary: str, description: str, workload_from: str,
                 settings: Settings) -> Rule:
     fm = view.fm
@@ -266,7 +272,7 @@ def _alert_rule(view: ModeView, spec, expr: str, summary: str, description: str,
         "summary": summary,
         "description": description,
         "runbook_url": conventions.runbook_url(settings.runbook_base_url, fm.id),
-        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
+        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, fm.group, _dashboard_variables(fm, settings),
                                                    conventions.failure_mode_panel_id(view.index_in_group)),
     }
     return Rule(

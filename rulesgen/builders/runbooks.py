@@ -21,8 +21,7 @@ def build_runbooks(catalog: Catalog, settings: Settings, rules: RuleSet, resolve
                        for r in rules.rules if r.failure_mode == fm.id)
         thresholds = tuple({"name": t.name, "value": t.value, "unit": t.unit, "source": " ".join(t.source.split())}
                            for t in view.thresholds)
-        dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group, settings.host_label,
-                                              conventions.failure_mode_panel_id(view.index_in_group)).split("?")[0]
+        dashboard = conventions.dashboard_url(settings.grafana_base_url, fm.group).split("?")[0]
         health = catalog.health if catalog.health is not None and catalog.health.failure_mode == fm.id else None
         pages.append(RunbookPage(conventions.runbook_path(fm.id), fm, alerts, thresholds, view.inactive or "",
                                  tuple(limit_sources(catalog, fm)), dashboard, health,

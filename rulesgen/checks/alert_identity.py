@@ -5,7 +5,6 @@ from ..builders import engine_fit
 from ..load.yamlsource import where_of
 from ..model import conventions
 from ..model.catalog import IDENTITY_GROUPS
-from ..promql import labels as label_flow
 from .base import RULE, WORKLOAD_LABELS, Check, Rule
 
 # Labels that change while a hardware fault persists (a pod deleted or rescheduled, an exporter restarted
@@ -23,7 +22,7 @@ def run(rule: Rule):
     if engine_fit.base_group(str(rule.group.get("name", "")), IDENTITY_GROUP_NAMES) is None:
         return
     labels = rule.node.get("labels") or {}
-    carried = label_flow.output_labels(rule.tree, rule.files.records)
+    carried = rule.carried
     allowed = TARGET_SUBJECT_MODES.get(str(labels.get("failure_mode", "")), ())
     bad = [k for k in NOT_IDENTITY if k not in allowed and k not in labels and k in carried.known]
     if bad or carried.open:

@@ -45,10 +45,14 @@ class Check:
 
 @dataclass(frozen=True)
 class Options:
+    """identity: (failure_mode, the labels its catalog scope identifies) for scope-identity; an alert of
+    another failure mode must carry cluster_label only."""
     scrape_interval: int = 15
     long_window: int = 3600
     partition: tuple[str, ...] = DEFAULT_PARTITION
     max_rules: int = MIMIR_MAX_RULES_PER_GROUP
+    cluster_label: str = "cluster"
+    identity: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def parses(rule: Node) -> bool:
@@ -87,6 +91,18 @@ class Files:
         """The labels each recording rule's result can carry (label_flow.record_labels)."""
         return label_flow.record_labels([(str(r["record"]), str(r.get("expr", ""))) for _, g in self.groups
                                          for r in g.get("rules", []) or [] if "record" in r and parses(r)])
+
+    @cached_property
+    def alerts(self) -> dict[str, label_flow.LabelSet]:
+        """alert name -> the labels its rules' results can carry together: an alert split by tier is one alert
+        in two files (alerts/sharded/), each half carrying the labels of its `or` branches."""
+        out: dict[str, label_flow.LabelSet] = {}
+        for _, g in self.groups:
+            for r in g.get("rules", []) or []:
+                if "alert" in r and parses(r):
+                    name = str(r["alert"])
+                    out[name] = out.get(name, label_flow.EMPTY) | label_flow.output_labels(str(r["expr"]), self.records)
+        return out
 
 
 @dataclass
@@ -142,6 +158,18 @@ class Rule:
     @property
     def error(self) -> promql_tree.PromQLSyntaxError | None:
         return self._parsed[1]
+
+    @cached_property
+    def carried(self) -> label_flow.LabelSet:
+        """The labels its result can carry (label_flow.output_labels over the records given); None tree: any."""
+        if self.tree is None:
+            return label_flow.LabelSet(open=True)
+        return label_flow.output_labels(self.tree, self.files.records)
+
+    @property
+    def alert_carries(self) -> label_flow.LabelSet:
+        """For an alert: what the rules of its name given can carry together (Files.alerts); else carried."""
+        return self.files.alerts.get(str(self.node.get("alert")), self.carried) if "alert" in self.node else self.carried
 
     @property
     def options(self) -> Options:

@@ -156,30 +156,37 @@ def init(directory, force):
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@catalog_option
 @config_option
 @click.option("--contract", is_flag=True,
               help="Also hold rule files rulesgen did not generate to rulesgen's contract (labels severity, "
                    "failure_mode, action; annotations summary, description, runbook_url, dashboard_url).")
 @format_option
-def lint(files, config, contract, fmt):
+def lint(files, catalog, config, contract, fmt):
     """Offline checks of rule FILES (default alerts/prometheus/*.yaml and alerts/sharded/*/*.yaml), in the manner of pint.
 
     A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
     rules (tier-local), judged with every file given (lint alerts/sharded/*/*.yaml).
 
     Rate windows, `for`, long raw windows and instant reads of slow records apply to every file; the
-    rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract."""
+    rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract.
+    The labels each failure mode's alerts must carry come from its scope in --catalog and the label names in
+    --config (scope-identity)."""
+    from ..catalog import load_catalog
     from ..checks import lint_files
+    from ..checks.scope_identity import mode_identity
     try:
         from ..load.settings import load_settings
         settings = load_settings(config_path(config))
+        identity = mode_identity(load_catalog(Path(catalog)), settings)
     except RulesgenError as exc:
         fail(exc)
     from ..promql.tiers import partition_labels
     paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
                                          + sorted(Path("alerts/sharded").glob("*/*.yaml")))
     findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
-                          max_rules=settings.max_rules_per_group, partition=partition_labels(settings))
+                          max_rules=settings.max_rules_per_group, partition=partition_labels(settings),
+                          cluster_label=settings.cluster_label, identity=identity)
     if fmt == "json":
         emit_json({"files": [str(p) for p in paths],
                    "findings": [{"path": f.path, "line": f.line, "col": f.col, "severity": f.severity, "code": f.code,

@@ -124,6 +124,10 @@ class Settings:
     def node_labels(self) -> tuple[str, ...]:
         return (self.cluster_label, self.host_label)
 
+    def scope_labels(self, scope: str) -> tuple[str, ...]:
+        """The labels that name the subject of an alert of a catalog scope (README "Alert identity")."""
+        return {"gpu": self.gpu_identity, "node": self.node_labels, "fleet": (self.cluster_label,)}[scope]
+
     @property
     def workload_labels(self) -> tuple[str, ...]:
         return (self.namespace_label, self.pod_label)

@@ -147,12 +147,12 @@ def failure_mode_panel_id(index_in_group: int) -> int:
     return failure_mode_row_id(index_in_group) + 1
 
 
-def dashboard_url(base: str, group: str, host_label: str, panel_id: int | None = None) -> str:
+def dashboard_url(base: str, group: str, variables: tuple[str, ...] = (), panel_id: int | None = None) -> str:
+    """The group's dashboard, at the panel; each of `variables` set from the alert's label of that name."""
     dash = GROUP_DASHBOARD[group]
     url = f"{base.rstrip('/')}/d/{stable_uid(dash)}/{dash}"
     params = []
     if panel_id is not None:
         params.append(f"viewPanel={panel_id}")
-    params.append(f"var-{host_label}={{{{ $labels.{host_label} }}}}")
-    params.append("var-gpu={{ $labels.gpu }}")
-    return url + "?" + "&".join(params)
+    params += [f"var-{v}={{{{ $labels.{v} }}}}" for v in variables]
+    return url + ("?" + "&".join(params) if params else "")

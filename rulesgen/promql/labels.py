@@ -5,9 +5,9 @@ A raw series passed through unaggregated can carry any label its exporter or the
 an aggregation `by (...)` keeps those labels only; a one-to-one match `on (...)` keeps the matching
 labels (Prometheus' resultMetric), `ignoring (...)` drops them; `group_left (...)`/`group_right (...)`
 keep the many side's labels and copy the listed ones; `and`/`unless` keep the left side's, `or` either
-side's; label_replace/label_join add their target label. One alert's own ALERTS series (an exact
-`alertname` matcher: an alert held while it is silenced reads itself back) carry only that alert's
-labels. A recording rule's labels are those of the expressions that write it (`records`); a name
+side's; label_replace/label_join add their target label; absent() carries those its selector's equality
+matchers fix. One alert's own ALERTS series (an exact `alertname` matcher: an alert held while it is
+silenced reads itself back) carry only that alert's labels. A recording rule's labels are those of the expressions that write it (`records`); a name
 written by no rule it was given (another file, or an input series such as `up`) is read as a raw series.
 """
 from __future__ import annotations
@@ -62,8 +62,7 @@ def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | 
             return found
         if s.name == "ALERTS" and any(label == "alertname" and op == "=" for label, op, _ in s.matchers):
             return ALERT_STATE  # one named alert's own series: reading it back adds no label the alert lacks
-        return LabelSet(frozenset(label for label, op, value in s.matchers if op == "=" and value and label != "__name__"),
-                        open=True)
+        return LabelSet(_equalities(vs).known, open=True)
 
     def walk(e: Expr) -> LabelSet:
         if isinstance(e, pp.VectorSelector):
@@ -84,8 +83,12 @@ def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | 
 
     def call(e) -> LabelSet:
         name, args = e.func.name, list(e.args)
-        if name in SCALAR_FUNCTIONS or name == "vector" or name.startswith("absent"):
+        if name in SCALAR_FUNCTIONS or name == "vector":
             return EMPTY
+        if name.startswith("absent"):  # absent(x{a="1"}) is {a="1"}: its selector's equality matchers
+            inner = args[0] if args else None
+            vs = inner.vector_selector if isinstance(inner, pp.MatrixSelector) else inner
+            return _equalities(vs) if isinstance(vs, pp.VectorSelector) else EMPTY
         if name in ("label_replace", "label_join") and len(args) >= 2 and isinstance(args[1], pp.StringLiteral):
             return walk(args[0]).plus(args[1].val)
         vectors = [a for a in args if not is_scalar(a) and not isinstance(a, pp.StringLiteral)]
@@ -129,6 +132,12 @@ def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | 
         return lhs
 
     return walk(as_tree(expr))
+
+
+def _equalities(vs) -> LabelSet:
+    """The labels a selector's equality matchers fix (a non-empty value)."""
+    s = selector_from(vs)
+    return LabelSet(frozenset(label for label, op, value in s.matchers if op == "=" and value and label != "__name__"))
 
 
 def is_scalar(e: Expr) -> bool:
