@@ -108,7 +108,7 @@ def test_hostname_dialect_renames_the_label_not_the_expectations(catalog):
 
 
 def test_names_49_renames_fields_and_converts_units(catalog):
-    s = _scenario("misleading-utilization", catalog)
+    s = _scenario("normal-steady-training", catalog)  # a normal scenario: every field its nodes export
     t = dialects.apply(s, dialects.parse_dialect("names-4.9"), catalog)
     names = {series.split("{")[0] for series, _ in t.series}
     assert "DCGM_FI_DEV_GPU_UTIL" not in names and "DCGM_FI_DEV_GPU_UTIL_RATIO" in names
