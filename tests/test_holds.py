@@ -110,7 +110,6 @@ def first_firings(promtool: str, test_file: Path, s, workdir: Path) -> list[int 
         doc["rule_files"].append(str(path))
     doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
     doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)]
-    (workdir / "doc.json").write_text(json.dumps(doc))
     run, failures = se._run(promtool, doc, workdir, "holds")
     assert not failures, failures
     firsts = [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()]
