@@ -11,9 +11,12 @@ The copy runs with this venv: PYTHONPATH puts the copy's rulesgen before the ven
 points at the checkout the venv was made in), and make gets VENV=<this venv> with its install stamp and
 `tools` marked old (-o), so it neither reinstalls this venv against the copy nor fetches engines: a venv of
 the copy's own (pip install -e) would cost more than a plant's whole run. The copy's .tools links to this
-checkout's.
+checkout's, and its .venv to this venv.
 
-usage: scripts/mutants.py [--command CMD] [--only N,N] [--no-render] [--list]; exit 1 when a plant is stale.
+First the command runs on the copy with no bug planted (the control: it must pass, or the run stops there).
+
+usage: scripts/mutants.py [--command CMD] [--only N,N] [--no-render] [--no-control] [--list]; exit 1 when
+the control fails or a plant is stale.
 """
 from __future__ import annotations
 
@@ -95,14 +98,15 @@ def row(n: int | str, bug: str, result: str, first: str) -> str:
     return f"{n:>2}  {bug:<{max(len(p.bug) for p in PLANTS)}}  {result:<6}  {first}"
 
 
-def run(repo: Path, plants: dict[int, Plant], command: str, render: bool) -> dict[int, tuple[str, str]]:
+def run(repo: Path, plants: dict[int, Plant], command: str, render: bool,
+        control: bool = True) -> dict[int, tuple[str, str]]:
     """{number: (caught | missed | stale, first failing test)} of each plant, each planted alone in a copy
     of repo's HEAD; each row is printed as it is known."""
     rows = {}
 
     def report(n: int, result: str, first: str = "") -> None:
         rows[n] = (result, first)
-        print(row(n, plants[n].bug, result, first), flush=True)
+        print(row(n, plants[n].bug if n else "(control: no bug planted)", result, first), flush=True)
 
     with tempfile.TemporaryDirectory(prefix="rulesgen-mutants-") as tmp:
         copy = Path(tmp) / "copy"
@@ -110,8 +114,16 @@ def run(repo: Path, plants: dict[int, Plant], command: str, render: bool) -> dic
         try:
             if (repo / ".tools").exists():
                 (copy / ".tools").symlink_to((repo / ".tools").resolve())
+            if not (copy / ".venv").exists():  # tests that run .venv/bin/rulesgen (test_backfill) find this one
+                (copy / ".venv").symlink_to(Path(sys.prefix).resolve())
             env = {**os.environ, "PYTHONPATH": str(copy),
                    "PATH": f"{copy / '.tools' / 'bin'}:{Path(sys.prefix) / 'bin'}:{os.environ['PATH']}"}
+            if control:  # the command must pass on the copy as it is, or no row below means anything
+                proc = subprocess.run(command, shell=True, cwd=copy, env=env, capture_output=True, text=True)
+                if proc.returncode:
+                    report(0, "fails", first_failure(proc.stdout + proc.stderr))
+                    return rows
+                report(0, "passes")
             for n, p in plants.items():
                 subprocess.run(["git", "-C", str(copy), "checkout", "-q", "--", "."], check=True)
                 subprocess.run(["git", "-C", str(copy), "clean", "-fdq"], check=True)
@@ -139,6 +151,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", help="the plants to run, by number (1-based, comma-separated)")
     parser.add_argument("--no-render", dest="render", action="store_false", help="do not re-render the copy")
     parser.add_argument("--list", action="store_true", help="list the plants and exit")
+    parser.add_argument("--no-control", dest="control", action="store_false",
+                        help="do not first run the command on the copy with no bug planted")
     args = parser.parse_args(argv)
     numbers = [int(n) for n in args.only.split(",")] if args.only else range(1, len(PLANTS) + 1)
     chosen = {n: PLANTS[n - 1] for n in numbers}
@@ -146,8 +160,8 @@ def main(argv=None) -> int:
         print("\n".join(row(n, p.bug, "", p.path) for n, p in chosen.items()))
         return 0
     print(row("#", "bug", "result", "first failing test"))
-    rows = run(ROOT, chosen, args.command, args.render)
-    return 1 if any(result == "stale" for result, _ in rows.values()) else 0
+    rows = run(ROOT, chosen, args.command, args.render, args.control)
+    return 1 if any(result in ("stale", "fails") for result, _ in rows.values()) else 0
 
 
 if __name__ == "__main__":

@@ -28,10 +28,13 @@ def test_each_plant_is_caught_missed_or_stale_in_a_copy_removed_afterwards(tmp_p
               3: mutants.Plant("b is gone", "f.txt", "b = 1", "b = 2")}
     command = 'if grep -q "a = 2" f.txt; then echo "FAILED tests/test_f.py::test_a - a is 2"; exit 1; fi'
     rows = mutants.run(repo, plants, command, render=False)
-    assert rows == {1: ("caught", "tests/test_f.py::test_a"), 2: ("missed", ""),
+    assert rows == {0: ("passes", ""), 1: ("caught", "tests/test_f.py::test_a"), 2: ("missed", ""),
                     3: ("stale", "f.txt: the text to replace is not there exactly once")}
     printed = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in printed] == ["1", "2", "3"]
-    assert printed[0].startswith(" 1  a planted ") and printed[0].endswith("  caught  tests/test_f.py::test_a")
+    assert [line.split()[0] for line in printed] == ["0", "1", "2", "3"]
+    assert printed[1].startswith(" 1  a planted ") and printed[1].endswith("  caught  tests/test_f.py::test_a")
+    # a command that fails with no bug planted makes every row meaningless: the run stops at the control
+    assert mutants.run(repo, plants, "echo 'FAILED tests/test_f.py::test_x - broken'; exit 1", render=False) == {
+        0: ("fails", "tests/test_f.py::test_x")}
     assert (repo / "f.txt").read_text() == "a = 1\nc = 1\n"
     assert len(git(repo, "worktree", "list").splitlines()) == 1
