@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import shard_equality as se
-from conftest import ROOT, replay_env, replay_fixture
+from conftest import ROOT, replay_fixture
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
