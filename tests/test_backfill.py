@@ -95,7 +95,7 @@ def check_history(points, query, end: int) -> None:
     for gpu, series in hourly.items():
         assert len(series) == 24, (gpu, [t for t, _ in series])
         assert [v for _, v in series] == [expected_hourly(int(gpu), t) for t, _ in series], gpu
-    after = end + HOUR - 1
+    after = end + HOUR  # evaluations are offset within the hour by up to 0.999 h (a hash of the group)
     count = points(f'{conventions.BASELINE_DAILY_COUNT}{{signal="gpu_temp"}}', end, after)
     total = points(f'{conventions.BASELINE_DAILY_SUM}{{signal="gpu_temp"}}', end, after)
     hours = range(end - DAY + HOUR, end + 1, HOUR)

@@ -108,18 +108,21 @@ def prometheus(files: list[RuleFile], url: str, span: Span, out_dir: Path, promt
                progress: Progress | None = None) -> None:
     """Blocks into out_dir, one promtool run per day (each writes that day's blocks; the runs' ranges
     do not overlap). The span's end is a whole hour; evaluations run to the end of that hour so that a
-    span ending at midnight includes that midnight's daily sums."""
+    span ending at midnight includes that midnight's daily sums. promtool offsets a group's evaluations
+    within its interval by a hash of the group and its file (a temp path here, so any offset up to
+    0.999... of an hour): each run's `--end` (inclusive, whole seconds) is the next run's start, or a
+    point evaluated in the last second of a day would fall between two runs."""
     out_dir.mkdir(parents=True, exist_ok=True)
     days = days_of(span)
     with tempfile.TemporaryDirectory() as tmp:
         paths = write_files(files, Path(tmp))
         for n, day in enumerate(days, 1):
-            last = min(day + DAY - 1, span.end + HOUR - 1)
+            last = min(day + DAY, span.end + HOUR)
             _run([promtool, "tsdb", "create-blocks-from", "rules", "--url", url,
                   "--start", rfc3339(day), "--end", rfc3339(last),
                   "--eval-interval", f"{HOUR}s", "--output-dir", str(out_dir), *map(str, paths)])
             if progress:
-                progress(n, len(days), f"{rfc3339(day)} .. {rfc3339(last + 1)}")
+                progress(n, len(days), f"{rfc3339(day)} .. {rfc3339(last)}")
 
 
 def victoriametrics(files: list[RuleFile], url: str, span: Span, vmalert: str, write_url: str | None = None,
