@@ -9,7 +9,7 @@ from ...promql import text as promql
 from .. import baselines as baseline_rules
 from .context import Context, Reads
 from .panels import runbook_link, target, threshold_steps, time_series
-from .prose import humanize, one_line, panel_text
+from .prose import one_line, panel_text
 
 
 def baseline_panels(ctx: Context) -> list[Panel]:
@@ -44,7 +44,7 @@ def baseline_panels(ctx: Context) -> list[Panel]:
                           value_record=conventions.BASELINE_VALUE, history_span=window, busy_only=b.busy_only,
                           alert=b.alert, sign=sign, alert_edge=promql.format_number(z),
                           floor=promql.format_number(b.floor.value), runbook_do="; ".join(fm.runbook.act))
-        panels.append(time_series(f"{humanize(b.signal)}: now, history and peers", desc, b.unit, targets,
+        panels.append(time_series(f"{b.panel_title}: now, history and peers", desc, b.unit, targets,
                                   runbook_link(ctx, fm), dashed_refs=("B", "D")))
     return panels
 

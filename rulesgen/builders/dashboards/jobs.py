@@ -61,7 +61,7 @@ def per_gpu_panels(ctx: Context) -> list[Panel]:
     panels: list[Panel] = []
     for record in ctx.catalog.named_all("job_gpu_panels"):
         signal = ctx.signal(record)
-        panels.append(time_series(f"{record_title(record)} per GPU", panel_text(
+        panels.append(time_series(f"{record_title(ctx, record)} per GPU", panel_text(
             ctx, "jobs.per_gpu", signal=one_line(signal.description)),
             signal.unit, [target(ctx.of_selected_pods(ctx.gpu_series(record)), pod_legend(ctx))], runbook_link(ctx, None)))
     return panels
