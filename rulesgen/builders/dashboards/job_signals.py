@@ -22,7 +22,7 @@ HARDWARE_TITLE = "Hardware alerts on the selected pods' GPUs"
 
 def _rank_series(ctx, record: str, *extra: str) -> str:
     """A per-rank record of the selected pods."""
-    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace", "pod")), *extra) if x)
+    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace", "workload", "pod")), *extra) if x)
     return f"{record}{{{matchers}}}"
 
 
@@ -30,17 +30,17 @@ def _of_selected_jobs(ctx, expr: str) -> str:
     """A per-job record, kept for the jobs of the selected pods (a job has no pod label)."""
     s = ctx.settings
     job = promql.by((s.cluster_label, s.namespace_label, "workload"))
-    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod"))
     return f"{expr}\n  and on ({job}) {ctx.named('training_job')}{{{pods}}}"
 
 
 def _job_series(ctx, record: str, *extra: str) -> str:
-    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace")), *extra) if x)
+    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace", "workload")), *extra) if x)
     return _of_selected_jobs(ctx, f"{record}{{{matchers}}}")
 
 
 def _gpu_series(ctx, record: str, *extra: str) -> str:
-    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod")), *extra) if x)
+    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod")), *extra) if x)
     return f"{record}{{{matchers}}}"
 
 
@@ -148,7 +148,7 @@ def _loss_plateau_row(ctx, reads: Reads) -> list[Panel]:
         _main(ctx, reads.fm, "improvement on the best before the window", "rows.loss_plateau",
               {"record": ctx.named("job_loss_improvement"), "learning_above": promql.format_number(low)}, "percentunit",
             [target(_job_series(ctx, ctx.named("job_loss_improvement")), job),
-             target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace'))}}}"
+             target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace', 'workload'))}}}"
                                            f" offset {earlier}"), f"{job} one window earlier", "B")],
             threshold_steps("<", low, "info"), ("B",)),
         _loss_per_rank_panel(ctx, reads.fm),

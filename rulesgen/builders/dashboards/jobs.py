@@ -36,7 +36,7 @@ def rank_spread_panels(ctx: Context) -> list[Panel]:
 
 def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
     ratio = reads.value("straggler_below")
-    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod"))
     vs_job = ctx.named("sm_clock_vs_job")
     return time_series(
         "Spread across ranks: SM clock vs the job's median", panel_text(
@@ -71,9 +71,12 @@ def pods_alerts_panel(ctx: Context) -> Panel:
     pods = ctx.variables.matchers(("cluster", "namespace", "pod"))
     pod = ctx.settings.pod_label
     held = ctx.workload_info(f'{pod}!=""')
-    # Efficiency and job alerts name the pod in their labels; hardware alerts carry the GPU's identity
-    # only (README "Alert identity"): they are joined to the pod holding their GPU.
-    expr = (f'count by (alertname, failure_mode) (\n  ALERTS{{alertstate="firing", {pods}, {pod}!=""}}\n'
+    by_pod = promql.by((ctx.settings.cluster_label, *ctx.settings.workload_labels))
+    # Efficiency and job alerts name the pod in their labels, not always its job: they are kept for the pods
+    # of the selected jobs. Hardware alerts carry the GPU's identity only (README "Alert identity"): they are
+    # joined to the pod holding their GPU.
+    expr = (f'count by (alertname, failure_mode) (\n  (ALERTS{{alertstate="firing", {pods}, {pod}!=""}}'
+            f' and on ({by_pod}) {held})\n'
             f'  or ALERTS{{alertstate="firing", {ctx.variables.matchers(("cluster",))}, {pod}=""}}\n'
             f'    * on ({ctx.gpu_id}) group_left ({promql.by(ctx.settings.workload_labels)}) '
             f'{held}\n)')

@@ -47,9 +47,11 @@ def test_pod_alerts_count_by_alert_and_join_hardware_alerts_to_the_pod(built):
     (target,) = pods_alerts_panel(built.ctx).targets
     assert tree.grouping(target.expr)[0] == ("by", ("alertname", "failure_mode"))
     names = [s.name for s in tree.selectors(target.expr)]
-    assert names == ["ALERTS", "ALERTS", built.ctx.named("workload")]
+    # the pods' own alerts kept for the selected jobs' pods; hardware alerts joined to the pod holding their GPU
+    assert names == ["ALERTS", built.ctx.named("workload"), "ALERTS", built.ctx.named("workload")]
     pod = built.settings.pod_label
-    assert [(pod, "!=", "") in s.matchers for s in tree.selectors(target.expr)] == [True, False, True]
+    assert [(pod, "!=", "") in s.matchers for s in tree.selectors(target.expr)] == [True, True, False, True]
+    assert [("workload", "=~", "$workload") in s.matchers for s in tree.selectors(target.expr)] == [False, True, False, True]
 
 
 def test_a_pod_label_setting_reaches_the_legend():
