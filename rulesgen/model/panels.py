@@ -41,6 +41,7 @@ STEP_PER_RANK = ("rank_step", "job_step_median", "training_job")
 # A panel's text has its id (and its spec's `texts`); ALWAYS_TEXTS are drawn whatever the file declares.
 TEXTS = {
     "alerts.firing": (),
+    "alerts.firing_table": ("lead_hours",),
     "fleet.gpus_by_model": ("signal",),
     "fleet.health_state": ("mode",),
     "fleet.utilisation": ("mode", "runbook_do"),
@@ -66,7 +67,7 @@ TEXTS = {
     "rows.step_time_straggler": ("record", "straggler_above", "runbook_do"),
     "rows.step_time_straggler.spread": ("record", "spread_above", "runbook_do"),
 }
-ALWAYS_TEXTS = ("alerts.firing", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts")
+ALWAYS_TEXTS = ("alerts.firing", "alerts.firing_table", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts")
 TEXT_KEYS = ("shows", "normal", "do")
 
 

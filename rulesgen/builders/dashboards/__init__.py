@@ -32,6 +32,7 @@ from ...model.output import (
 from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates
+from .firing import firing_table
 from .fleet import fleet_panels
 from .jobs import job_panels
 from .layout import flattened, section
@@ -59,8 +60,10 @@ def _group(ctx: Context, group: str) -> list[FailureMode]:
 
 # Each dashboard's header row (title, panels) above its failure-mode rows.
 HEADERS = {
-    "gpu-fleet-overview": ("Fleet", fleet_panels),
-    "gpu-health": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "health"), "Firing health alerts")]),
+    "gpu-fleet-overview": ("Fleet", lambda ctx: [*fleet_panels(ctx),
+                                                  firing_table(ctx, list(ctx.catalog.failure_modes), "Alerts firing now")]),
+    "gpu-health": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "health"), "Firing health alerts"),
+                                            firing_table(ctx, _group(ctx, "health"), "Health alerts firing now")]),
     "gpu-performance": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "efficiency"), "Firing efficiency alerts")]),
     "gpu-baselines": ("Baselines by signal", baseline_panels),
     "gpu-jobs": ("Job", job_panels),
