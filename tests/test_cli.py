@@ -273,7 +273,8 @@ def test_lint_json(tmp_path):
 def test_contract_is_a_property_of_each_check():
     from rulesgen.checks import CHECKS, check_of
     assert {c.code for c in CHECKS.values() if c.contract} == {
-        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity"}
+        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity",
+        "panel-series", "dashboard-link"}
     assert check_of("rate-window").contract is False and check_of("no-such-check").severity == "warning"
 
 
