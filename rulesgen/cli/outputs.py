@@ -13,9 +13,9 @@ from ..engines.replay import run_promtool_test
 from ..engines.tools import ToolMissing
 from ..errors import RulesgenError
 from .app import (
-    catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json, error, fail,
-    format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config, scenario_warnings, styled,
-    with_common)
+    apply_size_warnings, catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option,
+    emit_json, error, fail, format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config,
+    scenario_warnings, styled, with_common)
 
 
 def _print_diff(changes) -> None:
@@ -46,6 +46,7 @@ def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff)
     changed = arts.write_all(Path(out), plan.artifacts)
     scenario_warnings(plan, scenarios)
     placeholder_url_warnings(plan.settings)
+    apply_size_warnings(plan)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
