@@ -122,9 +122,10 @@ def test_every_alert_has_a_for_so_vmalert_writes_its_for_state():
     assert alerts and all(r.for_seconds > 0 for r in alerts)
 
 
-def test_promtool_evaluates_the_table_query_on_planted_alerts(promtool, dashboards, tmp_path):
-    """Two firing alerts (a critical one on a GPU, a warning one on a node) and a pending one: the table's query
-    keeps the firing two, each with its runbook slug and priority, valued with its active time in ms."""
+def planted_alerts(dashboards) -> tuple[str, list, list]:
+    """The fleet table's query (variables at All), and two firing alerts (a warning one on a GPU, a critical one on
+    a node) and a pending one: the query keeps the firing two, each with its runbook slug and priority, valued with
+    its active time in ms."""
     expr = firing_table(dashboards, "dashboards/gpu-fleet-overview.json")["targets"][0]["expr"]
     expr = re.sub(r'=~"\$\w+"', '=~".*"', expr)
     gpu = 'alertname="GPUXIDSameGPUAcrossJobs", failure_mode="xid_same_gpu_across_jobs", severity="warning", cluster="c", Hostname="n1", gpu="0"'
@@ -139,9 +140,27 @@ def test_promtool_evaluates_the_table_query_on_planted_alerts(promtool, dashboar
     expected = [
         {"labels": f'{{{node}, runbook="exporter-down", priority="1"}}', "value": 300000},
         {"labels": f'{{{gpu}, runbook="xid-same-gpu-across-jobs", priority="2"}}', "value": 120000}]
+    return expr, series, expected
+
+
+def test_promtool_evaluates_the_table_query_on_planted_alerts(promtool, dashboards, tmp_path):
+    expr, series, expected = planted_alerts(dashboards)
     test = tmp_path / "firing.yaml"
     test.write_text(yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m", "tests": [{
         "interval": "1m", "input_series": series,
         "promql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": expected}]}]}))
     proc = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_vmalert_tool_evaluates_the_table_query_alike(vmalert_tool, dashboards, tmp_path):
+    """MetricsQL (VictoriaMetrics' engine, vmalert-tool) reads the query as promtool does."""
+    expr, series, expected = planted_alerts(dashboards)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "none", "rules": [
+        {"record": "unused:vector:one", "expr": "vector(1)"}]}]}))
+    (tmp_path / "firing.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series,
+                   "metricsql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": expected}]}]}))
+    proc = subprocess.run([vmalert_tool, "unittest", "--files", "firing.yaml"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
