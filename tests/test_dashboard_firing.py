@@ -6,7 +6,7 @@ node's view from before the alert became active.
 
 No Grafana runs here: the table's shape is checked against what Grafana's table reads (instant table queries,
 merge and organize transformations, data links over the row's fields), and its query is evaluated by promtool
-on planted ALERTS and ALERTS_FOR_STATE series.
+and vmalert-tool on planted ALERTS and ALERTS_FOR_STATE series.
 """
 import re
 import subprocess
@@ -20,7 +20,7 @@ from rulesgen.model import conventions
 from rulesgen.model.catalog import SEVERITIES
 from rulesgen.promql import tree as promql_tree
 
-TABLES = {"dashboards/gpu-health.json": "Health alerts firing now", "dashboards/gpu-fleet-overview.json": "Alerts firing now"}
+TABLES = {"dashboards/gpu-health.json": "Alerts firing now", "dashboards/gpu-fleet-overview.json": "Alerts firing now"}
 
 
 @pytest.fixture(scope="module")

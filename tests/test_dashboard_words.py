@@ -155,3 +155,16 @@ def test_the_bundled_catalog_titles_every_signal_and_baseline():
     """A catalog without titles still renders (the name in words); the bundled one gives every title."""
     c = bundled_plan().catalog
     assert [s.record for s in c.signals if not s.title] == [] and [b.signal for b in c.baselines if not b.title] == []
+
+
+def test_hand_made_panels_are_titled_by_their_catalog_texts(dashboards):
+    """The panels drawn by code take their titles from catalog/dashboards.yaml texts (a row's after its failure
+    mode's title); the bundled file titles every one."""
+    p = bundled_plan()
+    titles = {q["title"] for d in dashboards.values() for q in all_panels(d)}
+    for text in p.catalog.panel_texts:
+        assert text.title, text.id
+        if "[[" not in text.title and text.id != "rows.job_alerts":  # that one: a job mode without a row of its own
+            assert any(t == text.title or t.endswith(f": {text.title}") for t in titles), (text.id, text.title)
+    assert {f"{s.title} per GPU" for s in p.catalog.signals if s.record in p.catalog.named_all("job_gpu_panels")} <= titles
+    assert {f"{b.title}: now, history and peers" for b in p.catalog.baselines} <= titles

@@ -234,6 +234,7 @@ class PanelText:
     normal: str
     do: str
     where: Where = field(compare=False, default=Where("<builtin>"))
+    title: str = ""  # the panel's title, a template too; "" in a file written before titles were read from it
 
 
 @dataclass(frozen=True)

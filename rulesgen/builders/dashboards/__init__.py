@@ -60,11 +60,10 @@ def _group(ctx: Context, group: str) -> list[FailureMode]:
 
 # Each dashboard's header row (title, panels) above its failure-mode rows.
 HEADERS = {
-    "gpu-fleet-overview": ("Fleet", lambda ctx: [*fleet_panels(ctx),
-                                                  firing_table(ctx, list(ctx.catalog.failure_modes), "Alerts firing now")]),
-    "gpu-health": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "health"), "Firing health alerts"),
-                                            firing_table(ctx, _group(ctx, "health"), "Health alerts firing now")]),
-    "gpu-performance": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "efficiency"), "Firing efficiency alerts")]),
+    "gpu-fleet-overview": ("Fleet", lambda ctx: [*fleet_panels(ctx), firing_table(ctx, list(ctx.catalog.failure_modes))]),
+    "gpu-health": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "health")),
+                                            firing_table(ctx, _group(ctx, "health"))]),
+    "gpu-performance": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "efficiency"))]),
     "gpu-baselines": ("Baselines by signal", baseline_panels),
     "gpu-jobs": ("Job", job_panels),
 }

@@ -24,7 +24,7 @@ from ...model.catalog import SEVERITIES, FailureMode
 from .context import DATASOURCE, Context
 from .links import view_url
 from .panels import SEVERITY_COLOR, target
-from .prose import panel_text
+from .prose import panel_text, panel_title
 
 LEAD_SECONDS = 3600  # the time range a row opens starts this long before the alert became active
 ACTIVE_SINCE, WINDOW_START, SEVERITY = "Active since", "window_start_ms", "Severity"
@@ -73,7 +73,7 @@ def row_links(ctx: Context) -> list[dict]:
     ]
 
 
-def firing_table(ctx: Context, modes: list[FailureMode], title: str) -> Table:
+def firing_table(ctx: Context, modes: list[FailureMode]) -> Table:
     """The firing alerts of modes now, one row each, most severe first (rows sorted by Severity)."""
     expr = with_runbook_and_priority(firing_expr(ctx, modes), slug_passes(list(ctx.catalog.failure_modes)))
     s = ctx.settings
@@ -83,7 +83,8 @@ def firing_table(ctx: Context, modes: list[FailureMode], title: str) -> Table:
                       for rank, sev in enumerate(SEVERITIES, start=1)}
     hidden = [{"id": "custom.hidden", "value": True}]
     return Table(
-        title=title, description=panel_text(ctx, "alerts.firing_table", lead_hours=str(LEAD_SECONDS // 3600)),
+        title=panel_title(ctx, "alerts.firing_table", "Alerts firing now"),
+        description=panel_text(ctx, "alerts.firing_table", lead_hours=str(LEAD_SECONDS // 3600)),
         dataSource=DATASOURCE, unit="none", maxDataPoints=None,
         targets=[target(f"({expr}) * 1000", "", "A", instant=True, table=True),
                  target(f"({expr} - {LEAD_SECONDS}) * 1000", "", "B", instant=True, table=True)],

@@ -15,7 +15,7 @@ from ...model.catalog import FailureMode
 from ...promql import text as promql
 from .context import Reads
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import fm_text, panel_text
+from .prose import fm_text, panel_text, panel_title
 
 HARDWARE_TITLE = "Hardware alerts on the selected pods' GPUs"
 
@@ -68,14 +68,15 @@ def _hardware_alerts_panel(ctx, reads: Reads):
     # Hardware alerts carry the GPU's identity only: the selected pods are those holding their GPUs.
     expr = (f'count by ({by}) (\n  ALERTS{{alertstate="firing", failure_mode=~"{modes or "none"}", {gpus}}}\n'
             f'    * on ({ctx.gpu_id}) group_left () {held}\n)')
-    return time_series(HARDWARE_TITLE, panel_text(ctx, "jobs.hardware_alerts"),
+    return time_series(panel_title(ctx, "jobs.hardware_alerts", HARDWARE_TITLE), panel_text(ctx, "jobs.hardware_alerts"),
         "short", [target(expr, f"{{{{alertname}}}} {gpu}")], runbook_link(ctx, reads.fm), stacked=True)
 
 
 def _loss_per_rank_panel(ctx, fm: FailureMode):
     rank, job, _ = _legends(ctx)
     loss, _ = _names(ctx)
-    return time_series("Training loss per rank", panel_text(ctx, "jobs.loss_per_rank", loss=loss),
+    return time_series(panel_title(ctx, "jobs.loss_per_rank", "Training loss per rank"),
+                       panel_text(ctx, "jobs.loss_per_rank", loss=loss),
         "short", [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
                   target(_job_series(ctx, ctx.named("job_loss_smoothed")), f"{job} smoothed", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
@@ -84,7 +85,8 @@ def _loss_per_rank_panel(ctx, fm: FailureMode):
 def _step_per_rank_panel(ctx, fm: FailureMode):
     rank, job, _ = _legends(ctx)
     _, step = _names(ctx)
-    return time_series("Step time per rank", panel_text(ctx, "jobs.step_per_rank", step=step),
+    return time_series(panel_title(ctx, "jobs.step_per_rank", "Step time per rank"),
+                       panel_text(ctx, "jobs.step_per_rank", step=step),
         "s", [target(_rank_series(ctx, ctx.named("rank_step")), rank),
               target(_job_series(ctx, ctx.named("job_step_median")), f"{job} median", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
@@ -104,7 +106,8 @@ def _main(ctx, fm: FailureMode, title, text_id, values, unit, targets, steps=Non
     """A row's main comparison: the panel the alert's dashboard_url opens, titled with the failure mode; its
     description the catalog's text text_id (dashboards.yaml texts:) filled with values."""
     act, url = fm_text(ctx, fm)
-    return time_series(f"{fm.title}: {title}", panel_text(ctx, text_id, url, runbook_do=act, **values), unit, targets,
+    return time_series(f"{fm.title}: {panel_title(ctx, text_id, title)}", panel_text(ctx, text_id, url, runbook_do=act, **values),
+                       unit, targets,
                        runbook_link(ctx, fm), steps, dashed)
 
 
@@ -176,7 +179,7 @@ def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
               {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit",
               [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
             threshold_steps(">", ratio, "warning")),
-        time_series("StdDev / Mean of step time across ranks", panel_text(
+        time_series(panel_title(ctx, "rows.step_time_straggler.spread", "StdDev / Mean of step time across ranks"), panel_text(
             ctx, "rows.step_time_straggler.spread", url, record=ctx.named("job_step_cv"),
             spread_above=promql.format_number(cv), runbook_do=act), "percentunit",
             [target(_job_series(ctx, ctx.named("job_step_cv")), job)], runbook_link(ctx, reads.fm),

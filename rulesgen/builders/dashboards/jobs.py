@@ -8,7 +8,7 @@ from ...promql import text as promql
 from .context import DATASOURCE, Context, Reads
 from .job_signals import header_panels
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import one_line, panel_text, record_title
+from .prose import one_line, panel_text, panel_title, record_title
 
 
 def job_panels(ctx: Context) -> list[Panel]:
@@ -23,7 +23,8 @@ def pod_legend(ctx: Context) -> str:
 
 
 def pods_gpus_table(ctx: Context, reads: Reads) -> Table:
-    return Table(title="GPUs of the selected pods (GPU_UTIL now)", dataSource=DATASOURCE, unit="percentunit",
+    return Table(title=panel_title(ctx, "jobs.pods_gpus", "GPUs of the selected pods (GPU_UTIL now)"),
+                 dataSource=DATASOURCE, unit="percentunit",
                  description=panel_text(ctx, "jobs.pods_gpus"),
                  targets=[target(ctx.of_selected_pods(ctx.gpu_series(ctx.named("util_per_gpu"))), "", instant=True, table=True)],
                  links=runbook_link(ctx, reads.fm), maxDataPoints=None)
@@ -39,7 +40,7 @@ def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
     pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod"))
     vs_job = ctx.named("sm_clock_vs_job")
     return time_series(
-        "Spread across ranks: SM clock vs the job's median", panel_text(
+        panel_title(ctx, "jobs.rank_clock_spread", "Spread across ranks: SM clock vs the job's median"), panel_text(
             ctx, "jobs.rank_clock_spread", signal=one_line(ctx.signal(vs_job).description),
             straggler_below=promql.format_number(ratio), runbook_do="; ".join(reads.fm.runbook.act)),
         "percentunit", [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
@@ -51,7 +52,8 @@ def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
     job_by = promql.by((s.cluster_label, s.namespace_label, "workload"))
     sm = ctx.of_selected_pods(ctx.gpu_series(ctx.named("sm_active_per_gpu")))
     return time_series(
-        "Spread across ranks: max - min SM active", panel_text(ctx, "jobs.rank_sm_spread"),
+        panel_title(ctx, "jobs.rank_sm_spread", "Spread across ranks: max - min SM active"),
+        panel_text(ctx, "jobs.rank_sm_spread"),
         "percentunit", [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
         runbook_link(ctx, reads.fm))
 
@@ -61,8 +63,9 @@ def per_gpu_panels(ctx: Context) -> list[Panel]:
     panels: list[Panel] = []
     for record in ctx.catalog.named_all("job_gpu_panels"):
         signal = ctx.signal(record)
-        panels.append(time_series(f"{record_title(ctx, record)} per GPU", panel_text(
-            ctx, "jobs.per_gpu", signal=one_line(signal.description)),
+        words = record_title(ctx, record)
+        panels.append(time_series(panel_title(ctx, "jobs.per_gpu", f"{words} per GPU", signal_title=words), panel_text(
+            ctx, "jobs.per_gpu", signal=one_line(signal.description), signal_title=words),
             signal.unit, [target(ctx.of_selected_pods(ctx.gpu_series(record)), pod_legend(ctx))], runbook_link(ctx, None)))
     return panels
 
@@ -80,5 +83,6 @@ def pods_alerts_panel(ctx: Context) -> Panel:
             f'  or ALERTS{{alertstate="firing", {ctx.variables.matchers(("cluster",))}, {pod}=""}}\n'
             f'    * on ({ctx.gpu_id}) group_left ({promql.by(ctx.settings.workload_labels)}) '
             f'{held}\n)')
-    return time_series("Firing alerts on the selected pods' GPUs", panel_text(ctx, "jobs.pods_alerts"),
+    return time_series(panel_title(ctx, "jobs.pods_alerts", "Firing alerts on the selected pods' GPUs"),
+                       panel_text(ctx, "jobs.pods_alerts"),
         "short", [target(expr, "{{alertname}}")], runbook_link(ctx, None), stacked=True)

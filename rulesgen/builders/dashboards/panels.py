@@ -13,7 +13,8 @@ from ...promql import text as promql
 from ...promql import tree as promql_tree
 from .context import DATASOURCE, Context, Reads, level
 from .prose import (
-    comparison_description, comparison_title, comparison_unit, one_line, panel_text, record_description, record_title)
+    comparison_description, comparison_title, comparison_unit, one_line, panel_text, panel_title, record_description,
+    record_title)
 from .reading import Comparison, alert_reading
 
 SEVERITY_COLOR = {"critical": "red", "warning": "orange", "info": "yellow"}
@@ -78,12 +79,13 @@ def stat(title: str, description: str, unit: str, targets: list[Target], links, 
                 maxDataPoints=None, noValue="0")
 
 
-def firing_alerts_panel(ctx: Context, modes: list[FailureMode], title: str) -> TimeSeries:
+def firing_alerts_panel(ctx: Context, modes: list[FailureMode]) -> TimeSeries:
     ids = "|".join(fm.id for fm in modes) or "none"
     expr = (f'count by (failure_mode) (ALERTS{{alertstate="firing", failure_mode=~"{ids}", '
             f'{ctx.variables.matchers(("cluster",))}}})')
     desc = panel_text(ctx, "alerts.firing")
-    return time_series(title, desc, "short", [target(expr, "{{failure_mode}}")], runbook_link(ctx, None), stacked=True)
+    return time_series(panel_title(ctx, "alerts.firing", "Firing alerts by failure mode"), desc, "short",
+                       [target(expr, "{{failure_mode}}")], runbook_link(ctx, None), stacked=True)
 
 
 def comparison_panel(ctx: Context, fm: FailureMode, c: Comparison, title: str, legend: str) -> TimeSeries:

@@ -118,6 +118,18 @@ def panel_text(ctx: Context, text_id: str, runbook: str = "", **values) -> str:
     return describe(*parts, runbook)
 
 
+def panel_title(ctx: Context, text_id: str, fallback: str, **values) -> str:
+    """A hand-made panel's title: its catalog text's `title` (dashboards.yaml texts:), the placeholders filled
+    with values; fallback (the builder's words) for a catalog written before titles were read from it."""
+    text = next((t for t in ctx.catalog.panel_texts if t.id == text_id), None)
+    if text is None or not text.title:
+        return fallback
+    errors = Collector()
+    title = template_syntax.render(text.title, values, text.where, errors, f"dashboards.yaml text {text_id} title")
+    errors.raise_if_any()
+    return one_line(title)
+
+
 def signal_text(ctx: Context, record: str, fallback: str) -> str:
     """The catalog's description of the recording rule, on one line."""
     signal = ctx.signal(record)

@@ -56,10 +56,10 @@ def test_drawn_only_when_declared(built):
 
 def test_firing_alerts_of_the_modes_given(built):
     modes = [built.catalog.failure_mode("gpu_lost"), built.catalog.failure_mode("xid_error")]
-    (t,) = firing_alerts_panel(built.ctx, modes, "Firing").targets
+    (t,) = firing_alerts_panel(built.ctx, modes).targets
     (s,) = tree.selectors(t.expr)
     assert ("failure_mode", "=~", "gpu_lost|xid_error") in s.matchers and ("alertstate", "=", "firing") in s.matchers
-    (t,) = firing_alerts_panel(built.ctx, [], "Firing").targets
+    (t,) = firing_alerts_panel(built.ctx, []).targets
     assert ("failure_mode", "=~", "none") in tree.selectors(t.expr)[0].matchers
 
 
