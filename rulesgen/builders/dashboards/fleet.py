@@ -78,7 +78,7 @@ def _utilisation(ctx: Context, reads: Reads) -> Panel:
     fleet = ctx.variables.matchers(("cluster", "modelName"))
     return time_series(panel_title(ctx, "fleet.utilisation", "Fleet utilisation: SM active (GPU_UTIL dashed)"), panel_text(
         ctx, "fleet.utilisation", mode=reads.fm.id, runbook_do="; ".join(reads.fm.runbook.act)),
-        "percentunit",
+        ctx.unit(ctx.named("fleet_sm_active")),
         [target(f"{ctx.named('fleet_sm_active')}{{{fleet}}}", "{{cluster}} {{modelName}} SM active"),
          target(f"{ctx.named('fleet_gpu_util')}{{{fleet}}}", "{{cluster}} {{modelName}} GPU_UTIL", "B")],
         runbook_link(ctx, reads.fm), dashed_refs=("B",))

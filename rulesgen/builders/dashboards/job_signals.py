@@ -77,7 +77,7 @@ def _loss_per_rank_panel(ctx, fm: FailureMode):
     loss, _ = _names(ctx)
     return time_series(panel_title(ctx, "jobs.loss_per_rank", "Training loss per rank"),
                        panel_text(ctx, "jobs.loss_per_rank", loss=loss),
-        "short", [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
+        ctx.unit(ctx.named("rank_loss")), [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
                   target(_job_series(ctx, ctx.named("job_loss_smoothed")), f"{job} smoothed", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
 
@@ -87,7 +87,7 @@ def _step_per_rank_panel(ctx, fm: FailureMode):
     _, step = _names(ctx)
     return time_series(panel_title(ctx, "jobs.step_per_rank", "Step time per rank"),
                        panel_text(ctx, "jobs.step_per_rank", step=step),
-        "s", [target(_rank_series(ctx, ctx.named("rank_step")), rank),
+        ctx.unit(ctx.named("rank_step")), [target(_rank_series(ctx, ctx.named("rank_step")), rank),
               target(_job_series(ctx, ctx.named("job_step_median")), f"{job} median", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
 
@@ -123,7 +123,8 @@ def _ghost_loss_row(ctx, reads: Reads) -> list[Panel]:
     window = reads.value("look_back") / 3600
     return [
         _main(ctx, reads.fm, "minutes from the hardware alert to the loss problem", "rows.ghost_loss",
-              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")}, "m",
+              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")},
+              ctx.unit(ctx.named("ghost_loss_minutes")),
               [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
                       f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
         _hardware_alerts_panel(ctx, reads),
@@ -136,7 +137,8 @@ def _loss_divergence_row(ctx, reads: Reads) -> list[Panel]:
     ratio = reads.value("diverging_above")
     return [
         _main(ctx, reads.fm, "smoothed loss over its recent best", "rows.loss_divergence",
-              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)}, "percentunit",
+              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)},
+              ctx.unit(ctx.named("job_loss_vs_best")),
               [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
             threshold_steps(">", ratio, "warning")),
         _loss_per_rank_panel(ctx, reads.fm),
@@ -149,7 +151,8 @@ def _loss_plateau_row(ctx, reads: Reads) -> list[Panel]:
     earlier = f"{int(reads.value('earlier_by'))}s"
     return [
         _main(ctx, reads.fm, "improvement on the best before the window", "rows.loss_plateau",
-              {"record": ctx.named("job_loss_improvement"), "learning_above": promql.format_number(low)}, "percentunit",
+              {"record": ctx.named("job_loss_improvement"), "learning_above": promql.format_number(low)},
+              ctx.unit(ctx.named("job_loss_improvement")),
             [target(_job_series(ctx, ctx.named("job_loss_improvement")), job),
              target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace', 'workload'))}}}"
                                            f" offset {earlier}"), f"{job} one window earlier", "B")],
@@ -176,12 +179,13 @@ def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
     act, url = fm_text(ctx, reads.fm)
     return [
         _main(ctx, reads.fm, "each rank's step time over its job's median", "rows.step_time_straggler",
-              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit",
+              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)},
+              ctx.unit(ctx.named("rank_step_vs_job")),
               [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
             threshold_steps(">", ratio, "warning")),
         time_series(panel_title(ctx, "rows.step_time_straggler.spread", "StdDev / Mean of step time across ranks"), panel_text(
             ctx, "rows.step_time_straggler.spread", url, record=ctx.named("job_step_cv"),
-            spread_above=promql.format_number(cv), runbook_do=act), "percentunit",
+            spread_above=promql.format_number(cv), runbook_do=act), ctx.unit(ctx.named("job_step_cv")),
             [target(_job_series(ctx, ctx.named("job_step_cv")), job)], runbook_link(ctx, reads.fm),
             threshold_steps(">", cv, "warning")),
         _step_per_rank_panel(ctx, reads.fm),

@@ -24,7 +24,7 @@ def pod_legend(ctx: Context) -> str:
 
 def pods_gpus_table(ctx: Context, reads: Reads) -> Table:
     return Table(title=panel_title(ctx, "jobs.pods_gpus", "GPUs of the selected pods (GPU_UTIL now)"),
-                 dataSource=DATASOURCE, unit="percentunit",
+                 dataSource=DATASOURCE, unit=ctx.unit(ctx.named("util_per_gpu")),
                  description=panel_text(ctx, "jobs.pods_gpus"),
                  targets=[target(ctx.of_selected_pods(ctx.gpu_series(ctx.named("util_per_gpu"))), "", instant=True, table=True)],
                  links=runbook_link(ctx, reads.fm), maxDataPoints=None)
@@ -43,7 +43,7 @@ def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
         panel_title(ctx, "jobs.rank_clock_spread", "Spread across ranks: SM clock vs the job's median"), panel_text(
             ctx, "jobs.rank_clock_spread", signal=one_line(ctx.signal(vs_job).description),
             straggler_below=promql.format_number(ratio), runbook_do="; ".join(reads.fm.runbook.act)),
-        "percentunit", [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
+        ctx.unit(vs_job), [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
         runbook_link(ctx, reads.fm), threshold_steps("<", ratio, "warning"))
 
 
@@ -54,7 +54,8 @@ def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
     return time_series(
         panel_title(ctx, "jobs.rank_sm_spread", "Spread across ranks: max - min SM active"),
         panel_text(ctx, "jobs.rank_sm_spread"),
-        "percentunit", [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
+        ctx.unit(ctx.named("sm_active_per_gpu")),
+        [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
         runbook_link(ctx, reads.fm))
 
 
