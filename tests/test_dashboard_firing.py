@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from dashboard_views import bundled_plan, dashboards_of, data_panels
-from rulesgen.builders.dashboards.firing import LEAD_SECONDS, slug_passes, with_runbook_and_priority
+from rulesgen.builders.dashboards.firing import LEAD_SECONDS, slug_passes
 from rulesgen.model import conventions
 from rulesgen.model.catalog import SEVERITIES
 from rulesgen.promql import tree as promql_tree

@@ -28,7 +28,7 @@ from ...load.settings import Settings
 from ...model import conventions
 from ...model.catalog import Catalog, FailureMode
 from ...model.output import (
-    DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet)
+    DASHBOARD_GENERATED_NOTE, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet)
 from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates
