@@ -3,7 +3,7 @@ by node across two shards, each shard replaying the shard files on its half, the
 the global files on what the shards' allowlist forwards, gives the same alerts at every evaluation step
 as one server over everything (tests/shard_equality.py says how, on promtool).
 
-The proof is a longer suite, outside `make test` (each scenario is four promtool replays): `make
+The proof is a longer suite, outside `make test` (each scenario is three promtool replays: one server, both shards in one run, the global tier): `make
 test-sharding` (marker `equality`, in every CI run) replays every multi-node scenario and the check that
 the harness can fail; RULESGEN_SHARDING=modes (a quicker loop): the cross-shard scenarios, those the proof
 once caught and one scenario for each failure mode they leave. The one-server replay is the scenario's own
@@ -173,6 +173,41 @@ def test_two_shards_and_the_global_tier_alert_as_one_server(name, sharding_verdi
         " for details):\n" + "\n".join(verdict.expectations)[-3000:])
     assert verdict.equal, verdict.describe()
     assert verdict.forwarded_series > 0
+
+
+@pytest.mark.equality
+@pytest.mark.parametrize("name", sorted(CROSS_SHARD))
+def test_the_shards_in_one_replay_write_what_each_shard_alone_writes(name, rendered, promtool, tmp_path):
+    """The proof replays both shards in one promtool run, told apart by a suffix on the cluster label
+    (shard_equality.shard_runs): on the scenarios whose nodes meet across shards, every sample each shard
+    writes (records, ALERTS, its inputs) is the same, value for value, as in a run of that shard alone."""
+    scenario, topology = ALL[name], se.rendered_topology(rendered)
+    halves, listed = se.split(scenario), f"ALERTS|{topology.listed}"
+    merged = se.untagged(se.replay(promtool, topology.shard, se.tagged(halves, topology.tag_label), scenario.interval,
+                                   scenario.evaluation_interval, scenario.duration, listed, tmp_path, "shards"),
+                         len(halves), topology.tag_label)
+    alone = se.shard_runs(promtool, topology, halves, scenario, listed, tmp_path, separate=True)
+    assert all(run.samples for run in merged)
+    for i, (one, other) in enumerate(zip(merged, alone)):
+        assert one.samples.keys() == other.samples.keys(), (i, sorted(set(one.samples) ^ set(other.samples))[:4])
+        differ = [k for k in one.samples if one.samples[k] != other.samples[k]]
+        assert not differ, (i, differ[:4])
+
+
+def test_a_series_of_no_single_shard_stops_the_one_replay():
+    """A shard rule that aggregated or joined across the cluster label writes a series whose tag names no
+    shard (here: none, and a stray one): untagged refuses it, and shard_runs replays the shards apart."""
+    run = se.Run()
+    run.add({"__name__": "gpu:x", "cluster": "prod" + se.TAG + "1", "gpu": "0"}, 60, 1.0)
+    run.add({"__name__": "ALERTS", "alertname": "A", "cluster": se.TAG + "0"}, 60, 1.0)
+    first, second = se.untagged(run, 2, "cluster")
+    assert first.samples == {("ALERTS", (("alertname", "A"),)): {60: 1.0}}
+    assert second.samples == {("gpu:x", (("cluster", "prod"), ("gpu", "0"))): {60: 1.0}}
+    for stray in ({"cluster": "prod"}, {}, {"cluster": "prod" + se.TAG + "2"}):
+        mixed = se.Run()
+        mixed.add({"__name__": "fleet:x", **stray}, 60, 1.0)
+        with pytest.raises(se.Mixed):
+            se.untagged(mixed, 2, "cluster")
 
 
 def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, tmp_path):
