@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import shard_equality as se
-from conftest import ROOT, largest_first, replay_fixture, selected
+from conftest import ROOT, cheapest_per_mode, largest_first, replay_fixture, selected
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -56,21 +56,11 @@ def _fired(names) -> set[str]:
     return {e.failure_mode for name in names for e in ALL[name].expect}
 
 
-def _cheapest_per_mode() -> tuple[str, ...]:
-    """For every failure mode the scenarios above do not fire, the multi-node scenario that fires it at the
-    least replay cost (steps x series), modes in name order: with them,
-    RULESGEN_SHARDING=modes (the quick loop) fires every failure mode a multi-node scenario fires."""
-    def cost(name):
-        s = ALL[name]
-        return (s.duration // s.evaluation_interval) * len(s.series), name
-    picked: list[str] = []
-    for mode in sorted(_fired(MULTI_NODE) - _fired(tuple(CROSS_SHARD) + FOUND)):
-        if mode not in _fired(picked):
-            picked.append(min((n for n in MULTI_NODE if mode in _fired([n])), key=cost))
-    return tuple(sorted(set(picked)))
-
-
-PER_MODE = _cheapest_per_mode()
+# For every failure mode the scenarios above do not fire, the multi-node scenario that fires it at the least
+# replay cost, modes in name order: with them, RULESGEN_SHARDING=modes (the quick loop) fires every failure
+# mode a multi-node scenario fires.
+PER_MODE = tuple(cheapest_per_mode({name: ALL[name] for name in MULTI_NODE}, sorted(_fired(MULTI_NODE)),
+                                   covered=(*CROSS_SHARD, *FOUND)))
 SELECTIONS = {"all": tuple(MULTI_NODE), "ci": tuple(CROSS_SHARD), "found": tuple(CROSS_SHARD) + FOUND,
               "modes": tuple(CROSS_SHARD) + FOUND + PER_MODE}
 _SELECTION = os.environ.get("RULESGEN_SHARDING", "all").strip()
