@@ -47,6 +47,11 @@ def key_path(what: str, key: str) -> str | None:
     return None if parent and USER_KEYED.fullmatch(parent) else path
 
 
+def leaves(paths: set[str]) -> set[str]:
+    """The keys that hold values: a section (a path another one continues) is not one."""
+    return {p for p in paths if not any(q.startswith(p + ".") for q in paths)}
+
+
 def _template() -> str:
     from rulesgen.catalog import bundled_catalog_dir, load_catalog
     from rulesgen.load.config_template import config_template
@@ -84,7 +89,6 @@ def index(defaults: dict) -> list[tuple[str, str]]:
             if path is None:
                 continue
             if path == "failure_modes":
-                rows[path] = "{}"
                 for mode in value.values():
                     for k in mode:
                         rows.setdefault(f"failure_modes.<id>.{k}", "the catalog's")
