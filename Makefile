@@ -27,6 +27,7 @@ check: $(STAMP)
 
 test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
+	$(BIN)/ruff check --quiet rulesgen tests scripts fixtures benchmarks
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
 # An alert's whole trip through running servers (synthetic dcgm-exporter -> Prometheus 3.5, and
