@@ -66,13 +66,37 @@ def load_inputs(catalog_dir: Path, config: Path | None) -> tuple[Catalog, Settin
     return catalog, settings
 
 
-def for_settings(scenarios: list[Scenario], settings) -> list[Scenario]:
+def for_settings(scenarios: list[Scenario], settings, resolved: Resolved | None = None) -> list[Scenario]:
     """Scenarios as the configuration sees them (`follows_settings`), and an error naming each scenario whose
-    DCGM series the selector leaves out (else promtool would only report alerts that did not fire)."""
+    DCGM series the selector leaves out, or (given `resolved`) that expects a failure mode this configuration
+    does not render (else promtool would only report alerts that did not fire)."""
     out = [adapt(s, settings.selector, settings.host_label, settings.host_sources) for s in scenarios]
     problems = [d for d in (unmatched_selector(s, settings.selector) for s in out) if d is not None]
+    if resolved is not None:
+        problems += [d for s in out for d in inactive_expectations(s, settings, resolved)]
     if problems:
         raise RulesgenError(problems)
+    return out
+
+
+def inactive_expectations(scenario: Scenario, settings: Settings, resolved: Resolved) -> list[Diagnostic]:
+    """An error at each `expect` of a failure mode that is not rendered (disabled, its group disabled, or it
+    needs profiling or job metrics the configuration turns off): no alert of it can fire."""
+    known = {m.fm.id: m for m in resolved.modes}
+    out = []
+    for e in scenario.expect:
+        mode = known.get(e.failure_mode)
+        if mode is None:  # the scenario's load names unknown modes against the catalog
+            out.append(Diagnostic(scenario.path, *e.at, "unknown-failure-mode",
+                                  f"scenario {scenario.name} expects unknown failure mode {e.failure_mode!r}"))
+        elif not mode.active:
+            key = dict(settings.where_of_mode).get(e.failure_mode)
+            where = f" (failure_modes.{e.failure_mode} at {key[0].path}:{key[0].line})" if key and key[0] else ""
+            out.append(Diagnostic(scenario.path, *e.at, "inactive-failure-mode",
+                                  f"scenario {scenario.name} expects failure mode {e.failure_mode!r}, which this "
+                                  f"configuration does not render: {mode.inactive}{where}. No alert of it can fire, so "
+                                  f"the scenario's test would fail: enable it in {settings.source}, or remove the "
+                                  "expectation from the scenario"))
     return out
 
 
@@ -96,7 +120,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
     scenarios = []
     if scenario_tests and scenarios_dir is not None and scenarios_dir.is_dir():
         scenarios = for_settings(load_scenarios(sorted(scenarios_dir.glob("*.yaml")), [fm.id for fm in catalog.failure_modes]),
-                                 settings)
+                                 settings, resolved)
         replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]
         rule_files = [os.path.relpath(f.path, "tests/promtool") for f in replayed]
         group_order = [g.name for f in replayed for g in f.groups]

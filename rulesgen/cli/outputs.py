@@ -76,11 +76,13 @@ def lock_mismatch(root: Path) -> str | None:
 
 @click.command()
 @with_common
+@defaults_option
 @out_option
 @diff_option
 @format_option
-def check(catalog, config, scenarios, scenario_tests, out, show_diff, fmt):
+def check(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, fmt):
     """Fail (exit 1) when the committed outputs differ from a fresh render; --diff shows how."""
+    config = render_config(config, defaults, "check")
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
     changes = arts.changes(Path(out), plan.artifacts)
     mismatch = lock_mismatch(Path(out))
@@ -125,12 +127,45 @@ def test(catalog, config, scenarios, scenario_tests, defaults, out):
             click.echo("no scenarios found", err=True)
             sys.exit(1)
         try:
-            rc, output = run_promtool_test(files)
+            results = _promtool_each(files)
         except ToolMissing as exc:
             error(str(exc))
             sys.exit(1)
-    click.echo(output.rstrip())
-    sys.exit(0 if rc == 0 else 1)
+    failed = _report_failures(plan, files, results)
+    for path, (_, output) in zip(files, results):
+        click.echo(f"promtool test rules {path.relative_to(root).as_posix()}:\n{output.strip(chr(10))}")
+    click.echo(f"{len(failed)} of {len(files)} scenario test(s) failed" if failed else f"{len(files)} scenario test(s) passed")
+    sys.exit(1 if failed else 0)
+
+
+def _promtool_each(files: list[Path]) -> list[tuple[int, str]]:
+    """promtool test rules on each file alone, in parallel: its output then belongs to one scenario (promtool
+    3 does not say which file a failure is in)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(1, min(len(files), os.cpu_count() or 1))) as pool:
+        return list(pool.map(lambda f: run_promtool_test([f]), files))
+
+
+def _report_failures(plan, files: list[Path], results) -> list[str]:
+    """Each failed scenario and what it expected, in rulesgen's words, before promtool's own output."""
+    from ..engines.replay import explain_failures
+    alert_names: dict[str, list[str]] = {}
+    for r in plan.rules.rules:
+        if r.alert and r.failure_mode and r.alert not in alert_names.setdefault(r.failure_mode, []):
+            alert_names[r.failure_mode].append(r.alert)
+    by_name = {s.name: s for s in plan.scenarios}
+    failed = []
+    for path, (rc, output) in zip(files, results):
+        if rc == 0:
+            continue
+        scenario = by_name[path.stem]
+        failed.append(scenario.name)
+        click.echo(f"FAIL {scenario.path} (scenario {scenario.name}, test tests/promtool/{scenario.name}.yaml):")
+        for line in explain_failures(scenario, output, alert_names):
+            click.echo(f"  - {line}")
+    if failed:
+        click.echo("`rulesgen replay SCENARIO` shows what fired and when. promtool's output follows.\n")
+    return failed
 
 
 @click.command()
@@ -184,6 +219,10 @@ def lint(files, catalog, config, contract, fmt):
     from ..promql.tiers import partition_labels
     paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
                                          + sorted(Path("alerts/sharded").glob("*/*.yaml")))
+    if not paths:
+        raise click.UsageError(f"no rule files to lint here ({Path.cwd()}): alerts/prometheus/*.yaml and "
+                               "alerts/sharded/*/*.yaml match nothing; run `rulesgen render` first, or name the "
+                               "files: rulesgen lint FILE...")
     findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
                           max_rules=settings.max_rules_per_group, partition=partition_labels(settings),
                           cluster_label=settings.cluster_label, identity=identity)

@@ -44,7 +44,7 @@ def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names, fmt):
         scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes],
                                    known_metrics={n for m in plan.catalog.metrics for n in m.names},
                                    job_metrics=plan.settings.job_metrics.names)
-        scenarios = arts.for_settings(scenarios, plan.settings)
+        scenarios = arts.for_settings(scenarios, plan.settings, plan.resolved)
         dialects = [parse_dialect(d) for d in dialect_names]
     except RulesgenError as exc:
         fail(exc)
