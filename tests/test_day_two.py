@@ -1,0 +1,150 @@
+"""Day two of a GitOps repository (issue 38, items 2-5): nothing passes by accident, the lock keeps its
+promise, hand edits are never lost silently, and the smaller papercuts. Engine-free: where a command runs
+promtool or vmalert, a stand-in script plays it (what it prints is what the real one prints)."""
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import run_cli
+
+
+def _init(path: Path, *args):
+    result = run_cli("init", str(path), *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A folder `rulesgen init` scaffolded (its example scenario expects ecc_uncorrectable on gpu 1)."""
+    d = tmp_path / "repo"
+    _init(d)
+    return d
+
+
+def _script(path: Path, body: str) -> str:
+    """An executable Python script (a stand-in for an engine binary)."""
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+# ---- 2. nothing passes by accident ------------------------------------------------------------------------
+
+def test_check_without_a_config_is_a_usage_error_naming_the_folder(tmp_path):
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    result = run_cli("check", cwd=folder)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"no ./rulesgen.yaml here ({folder}) and no --config" in result.stderr
+    assert "missing" not in result.stderr  # not a comparison with the bundled defaults' outputs
+
+
+def test_lint_without_rule_files_is_a_usage_error_naming_the_folder(tmp_path):
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    result = run_cli("lint", cwd=folder)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"no rule files to lint here ({folder})" in result.stderr and "alerts/prometheus/*.yaml" in result.stderr
+    assert "0 file(s)" not in result.stderr
+
+
+@pytest.mark.parametrize("config", ["failure_modes:\n  ecc_uncorrectable: {enabled: false}\n",
+                                    "groups:\n  health: {enabled: false}\n"])
+def test_a_scenario_expecting_a_mode_the_config_does_not_render_is_an_error_at_render(repo, config):
+    (repo / "rulesgen.yaml").write_text(config)
+    for command in ("render", "check", "test"):
+        result = run_cli(command, cwd=repo)
+        assert result.returncode == 1, (command, result.stdout, result.stderr)
+        assert ("scenarios/example-ghost-loss-dbe.yaml:" in result.stderr
+                and "error[inactive-failure-mode]" in result.stderr
+                and "expects failure mode 'ecc_uncorrectable'" in result.stderr), (command, result.stderr)
+    assert not (repo / "alerts").exists()
+
+
+def test_a_scenario_expecting_an_unknown_mode_is_an_error_at_render(repo):
+    example = repo / "scenarios" / "example-ghost-loss-dbe.yaml"
+    example.write_text(example.read_text().replace("failure_mode: ecc_uncorrectable", "failure_mode: ecc_uncorectable"))
+    result = run_cli("render", cwd=repo)
+    assert result.returncode == 1
+    assert "scenarios/example-ghost-loss-dbe.yaml:" in result.stderr and "'ecc_uncorectable'" in result.stderr
+
+
+# promtool's report of a failed promql_expr_test, as promtool 3.5 and 2.42 print it (tests/promtool/ of the example,
+# its first query: the expected alert's first firing)
+FAKE_PROMTOOL = """\
+import json, sys, yaml
+doc = yaml.safe_load(open(sys.argv[-1]))
+test = doc["tests"][0]["promql_expr_test"][0]
+print("  FAILED:")
+print(f"    expr: {json.dumps(test['expr'])}, time: {test['eval_time']},")
+print("        exp: {} 1E+00")
+print("        got: nil")
+sys.exit(1)
+"""
+
+
+def test_rulesgen_test_names_the_failed_scenario_and_expectation_above_promtools_output(repo, tmp_path):
+    promtool = _script(tmp_path / "promtool", FAKE_PROMTOOL)
+    result = run_cli("test", cwd=repo, env={**os.environ, "RULESGEN_PROMTOOL": promtool})
+    assert result.returncode == 1, result.stderr
+    out = result.stdout
+    assert out.startswith("FAIL scenarios/example-ghost-loss-dbe.yaml (scenario example-ghost-loss-dbe, "
+                          "test tests/promtool/example-ghost-loss-dbe.yaml):\n"), out
+    assert ('  - expected GPUECCUncorrectable{Hostname="gpu-node-01", gpu="1"} (failure mode ecc_uncorrectable) '
+            "to first fire between 1h and 1h5m (evaluated at 2h): it never fired\n") in out
+    # promtool's own words stay, below rulesgen's
+    assert out.index("it never fired") < out.index("promtool test rules tests/promtool/example-ghost-loss-dbe.yaml:\n") \
+        < out.index("  FAILED:") < out.index("got: nil")
+    assert out.endswith("1 of 1 scenario test(s) failed\n")
+
+
+def test_failed_queries_are_read_back_to_what_they_check():
+    """Each kind of query in a scenario's test: an expectation's first firing, its continuity, the alerts
+    nobody expected (promtool's `got:` series)."""
+    from rulesgen.builders.promtool_tests import expr_tests
+    from rulesgen.engines.replay import explain_failures
+    from rulesgen.load.scenarios import Expectation, Scenario
+    expect = Expectation("gpu_lost", (("Hostname", "n1"),), 600, 300, continuous=True)
+    s = Scenario("s", "scenarios/s.yaml", "d", 30, 30, 3600, (), (expect,), ())
+    (first, _, _), (cont, _, _), (unexpected, _, _) = expr_tests(s)
+    output = "\n".join(f"    expr: {json.dumps(expr)}, time: 1h,\n        exp: x\n        got: {got}"
+                       for expr, got in ((first, "{} 0E+00"), (cont, "nil"),
+                                         (unexpected, '{alertname="GPUHot", alertstate="firing", gpu="0"} 1E+00')))
+    assert explain_failures(s, output, {"gpu_lost": ["GPULost"]}) == [
+        'expected GPULost{Hostname="n1"} (failure mode gpu_lost) to first fire between 10m and 15m (evaluated at 1h): '
+        "it fired, but first outside that window",
+        'expected GPULost{Hostname="n1"} (failure mode gpu_lost) to keep firing, as one label set, from 15m to the end '
+        "(evaluated at 1h): it never fired",
+        'alerts fired by 1h that the scenario neither expects nor allows (also_allowed): GPUHot{gpu="0"}']
+
+
+def test_the_generated_makefile_tolerates_an_empty_scenario_folder(repo, tmp_path):
+    """git keeps no empty folder: a repository whose scenarios were all removed has no scenarios/ at all in CI.
+    make render, check and test then pass (tests/promtool/*.yaml matches nothing: no promtool test run)."""
+    for p in (repo / "scenarios").iterdir():
+        p.unlink()
+    (repo / "scenarios").rmdir()
+    calls = tmp_path / "calls"
+    # promtool and vmalert-tool fail on a pattern that matches nothing, or a file that is not there
+    fake = _script(tmp_path / "tool", "import glob, os, sys\n"
+                   f"open({str(calls)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+                   "missing = [a for a in sys.argv[1:] if '*' in a and not glob.glob(a) or a.endswith('.yaml') and not glob.glob(a)]\n"
+                   "sys.exit(1 if missing else 0)\n")
+    rulesgen = Path(sys.executable).with_name("rulesgen")
+    env = {**os.environ, "RULESGEN_PROMTOOL": fake}
+    import subprocess
+    for target in ("render", "check", "test", "test-vmalert"):
+        made = subprocess.run(["make", target, f"RULESGEN={rulesgen}", f"PROMTOOL={fake}", f"VMALERT_TOOL={fake}"],
+                              cwd=repo, capture_output=True, text=True, env=env, timeout=300)
+        assert made.returncode == 0, (target, made.stdout, made.stderr)
+    assert "test rules" not in calls.read_text() and "unittest" not in calls.read_text()  # nothing to replay
+    assert "check rules alerts/prometheus/" in calls.read_text()
+    flow = yaml.safe_load((repo / ".github/workflows/gpu-rules.yaml").read_text())
+    steps = {s.get("name"): s for job in flow["jobs"].values() for s in job["steps"]}
+    assert "hashFiles('tests/vmalert/*.yaml')" in steps["vmalert-tool unittest"]["if"]
