@@ -148,3 +148,68 @@ def test_the_generated_makefile_tolerates_an_empty_scenario_folder(repo, tmp_pat
     flow = yaml.safe_load((repo / ".github/workflows/gpu-rules.yaml").read_text())
     steps = {s.get("name"): s for job in flow["jobs"].values() for s in job["steps"]}
     assert "hashFiles('tests/vmalert/*.yaml')" in steps["vmalert-tool unittest"]["if"]
+
+
+# ---- 3. the lock keeps its promise --------------------------------------------------------------------------
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_older_rulesgen_than_the_lock_pins_refuses_to_render_unless_allowed(repo):
+    from rulesgen import lock
+    name, version = lock.installed()
+    (repo / "rulesgen.lock").write_text(lock.text(name, "99.0"))
+    before = _tree(repo)
+    refused = run_cli("render", cwd=repo)
+    assert refused.returncode == 1
+    assert (f"rulesgen.lock pins {name}==99.0, newer than the installed {name}=={version}" in refused.stderr
+            and "--allow-downgrade" in refused.stderr and "nothing written" in refused.stderr), refused.stderr
+    assert _tree(repo) == before
+    allowed = run_cli("render", "--allow-downgrade", cwd=repo)
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"rulesgen.lock pinned {name}==99.0; rendered with {name}=={version}" in allowed.stderr
+    assert lock.pinned(repo) == (name, version) and (repo / "alerts/prometheus/health.yaml").is_file()
+
+
+def test_a_missing_lock_fails_check_and_render_recreates_it_with_a_warning(repo):
+    from rulesgen import lock
+    assert run_cli("render", cwd=repo).returncode == 0
+    assert run_cli("check", cwd=repo).returncode == 0
+    (repo / "rulesgen.lock").unlink()
+    check = run_cli("check", cwd=repo)
+    assert check.returncode == 1 and "rulesgen.lock is missing" in check.stderr, check.stderr
+    doc = json.loads(run_cli("check", "--format", "json", cwd=repo).stdout)
+    assert doc["up_to_date"] is True and "is missing" in doc["lock_mismatch"]
+    render = run_cli("render", cwd=repo)
+    assert render.returncode == 0 and "rulesgen.lock was missing: recreated it, pinning" in render.stderr, render.stderr
+    assert lock.pinned(repo) == lock.installed()
+    assert run_cli("check", cwd=repo).returncode == 0
+
+
+def test_the_lock_refuses_lines_of_its_own_kind_only_and_a_rewrite_keeps_comments(repo):
+    """rulesgen.lock holds comments and one pin: another requirement or a pip option is an error at its line
+    (render and check; nothing written), comments survive the rewrite of the pin."""
+    from rulesgen import lock
+    name, version = lock.installed()
+    (repo / "rulesgen.lock").write_text(f"# our team's note\n--index-url https://pypi.internal/simple\n{name}=={version}\n"
+                                        "requests==2.31.0\n")
+    before = _tree(repo)
+    for command in ("render", "check"):
+        result = run_cli(command, cwd=repo)
+        assert result.returncode == 1, (command, result.stderr)
+        assert "rulesgen.lock:2:1: error[lock-format]: '--index-url https://pypi.internal/simple': not a comment" in result.stderr
+        assert "rulesgen.lock:4:1: error[lock-format]: 'requests==2.31.0': another requirement (requests)" in result.stderr
+    assert _tree(repo) == before
+    (repo / "rulesgen.lock").write_text(f"# our team's note\n{name}==0.0.1\n")
+    assert run_cli("render", cwd=repo).returncode == 0
+    assert (repo / "rulesgen.lock").read_text() == f"# our team's note\n{name}=={version}\n"
+
+
+def test_versions_are_ordered_as_pip_orders_them():
+    from rulesgen.lock import version_key
+    ordered = ["0+unknown", "0.1.0.dev1", "0.1.0a1", "0.1.0rc1", "0.1", "0.1.0+local.2", "0.1.0.post1", "0.1.1",
+               "0.10.0", "1!0.0.1"]
+    keys = [version_key(v) for v in ordered]
+    assert all(a < b for a, b in zip(keys, keys[1:])), ordered
+    assert version_key("0.1") == version_key("0.1.0") and version_key("banana") is None

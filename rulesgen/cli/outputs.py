@@ -28,12 +28,18 @@ def _print_diff(changes) -> None:
                        click.style(line, fg=colours[line[0]]) if line[:1] in colours else line)
 
 
+allow_downgrade_option = click.option(
+    "--allow-downgrade", is_flag=True,
+    help="Render although rulesgen.lock pins a newer rulesgen than the installed one (the lock is then pinned to this one).")
+
+
 @click.command()
 @with_common
 @defaults_option
 @out_option
 @diff_option
-def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff):
+@allow_downgrade_option
+def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, allow_downgrade):
     """Render every output file (all or none). --diff: write nothing, print what would change."""
     config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
@@ -43,33 +49,64 @@ def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff)
         click.echo(f"dry run: {len(changes)} of {len(plan.artifacts)} files would change in {out}; nothing written", err=True)
         return
     check_out_folder(out, len(plan.artifacts))
+    pin = _lock_gate(Path(out), allow_downgrade)
+    earlier = arts.earlier_render(Path(out))
     changed = arts.write_all(Path(out), plan.artifacts)
     scenario_warnings(plan, scenarios)
     placeholder_url_warnings(plan.settings)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
-    _update_lock(Path(out))
+    _update_lock(Path(out), pin, earlier)
 
 
-def _update_lock(root: Path) -> None:
-    """A repository with rulesgen.lock records the rulesgen that rendered it (only there: no lock, no pin)."""
+def _lock_gate(root: Path, allow_downgrade: bool):
+    """The lock's pin before a render writes anything: a lock of lines not its own is an error, and a pin newer
+    than the installed rulesgen refuses the render (it would downgrade every output) unless allowed."""
     from .. import lock
-    pin, now = lock.pinned(root), lock.installed()
-    if pin is None or pin == now:
+    try:
+        pin = lock.read(root)
+    except RulesgenError as exc:
+        fail(exc)
+    if pin is not None and lock.newer_than_installed(pin) and not allow_downgrade:
+        name, version = lock.installed()
+        error(f"{root / lock.LOCK} pins {pin.name}=={pin.version}, newer than the installed {name}=={version}: a render "
+              f"would downgrade the outputs and the lock. Install the pinned one (python -m pip install -r "
+              f"{root / lock.LOCK}), or pass --allow-downgrade to render with {version} on purpose; nothing written")
+        sys.exit(1)
+    return pin
+
+
+def _update_lock(root: Path, pin, earlier_render: bool) -> None:
+    """After a render: the lock pins the rulesgen that rendered. A missing lock is written (with a warning where
+    an earlier render had one: it was deleted); another version's pin is rewritten, with a warning."""
+    from .. import lock
+    name, version = lock.installed()
+    if pin is not None and lock.same(pin):
         return
-    lock.write(root)
-    click.echo(f"warning: rulesgen.lock pinned {pin[0]}=={pin[1]}; rendered with {now[0]}=={now[1]} and updated the "
-               "lock. Commit it with the outputs (an upgrade for everyone), or install the pinned version and "
-               "render again.", err=True)
+    lock.write(root, pin)
+    if pin is None and not earlier_render:
+        click.echo(f"wrote {lock.LOCK} (pins {name}=={version}): commit it with the outputs")
+    elif pin is None:
+        click.echo(f"warning: {root / lock.LOCK} was missing: recreated it, pinning {name}=={version}. Commit it with "
+                   "the outputs (`rulesgen check` fails without it).", err=True)
+    else:
+        click.echo(f"warning: rulesgen.lock pinned {pin.name}=={pin.version}; rendered with {name}=={version} and updated "
+                   "the lock. Commit it with the outputs (an upgrade for everyone), or install the pinned version and "
+                   "render again.", err=True)
 
 
 def lock_mismatch(root: Path) -> str | None:
+    """Why the lock does not pin the installed rulesgen (missing, or another version), else None; a lock of
+    lines not its own raises RulesgenError."""
     from .. import lock
-    pin, now = lock.pinned(root), lock.installed()
-    if pin is None or pin == now:
+    pin, (name, version) = lock.read(root), lock.installed()
+    if pin is None:
+        return (f"{root / lock.LOCK} is missing: nothing pins the rulesgen that renders these outputs. `rulesgen render` "
+                f"recreates it (pinning {name}=={version}); commit it.")
+    if lock.same(pin):
         return None
-    return (f"rulesgen.lock pins {pin[0]}=={pin[1]} but {now[0]}=={now[1]} is installed: its render may differ. "
+    return (f"rulesgen.lock pins {pin.name}=={pin.version} but {name}=={version} is installed: its render may differ. "
             f"Run `python -m pip install -r {root / lock.LOCK}` (what CI runs), or upgrade on purpose with "
             "`make render` and commit the outputs with the new lock.")
 
@@ -85,7 +122,10 @@ def check(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, 
     config = render_config(config, defaults, "check")
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
     changes = arts.changes(Path(out), plan.artifacts)
-    mismatch = lock_mismatch(Path(out))
+    try:
+        mismatch = lock_mismatch(Path(out))
+    except RulesgenError as exc:
+        fail(exc)
     if fmt == "json":
         emit_json({"files": len(plan.artifacts), "up_to_date": not changes, "lock_mismatch": mismatch,
                    "changes": [{"path": c.path, "state": c.state, **({"diff": arts.unified_diff(c)} if show_diff else {})}
@@ -109,7 +149,8 @@ def check(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, 
 @with_common
 @defaults_option
 @out_option
-def test(catalog, config, scenarios, scenario_tests, defaults, out):
+@allow_downgrade_option
+def test(catalog, config, scenarios, scenario_tests, defaults, out, allow_downgrade):
     """Render, then run promtool on every scenario test in tests/promtool/. Where the tests are not among the
     outputs (outputs.scenario_tests: false, or --no-scenario-tests), they run in a temporary folder and
     nothing is written to --out."""
@@ -121,7 +162,10 @@ def test(catalog, config, scenarios, scenario_tests, defaults, out):
         root = Path(out) if keep else Path(scratch)
         if keep:
             check_out_folder(out, len(plan.artifacts))
+            pin, earlier = _lock_gate(root, allow_downgrade), arts.earlier_render(root)
         arts.write_all(root, plan.artifacts)
+        if keep:
+            _update_lock(root, pin, earlier)
         files = sorted(root / a.path for a in plan.artifacts if a.path.startswith("tests/promtool/"))
         if not files:
             click.echo("no scenarios found", err=True)
