@@ -213,3 +213,101 @@ def test_versions_are_ordered_as_pip_orders_them():
     keys = [version_key(v) for v in ordered]
     assert all(a < b for a, b in zip(keys, keys[1:])), ordered
     assert version_key("0.1") == version_key("0.1.0") and version_key("banana") is None
+
+
+# ---- 4. hand edits are never lost silently ----------------------------------------------------------------
+
+@pytest.fixture
+def rendered_repo(repo):
+    result = run_cli("render", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    return repo
+
+
+def test_render_names_every_hand_edited_or_read_only_file_and_writes_nothing_without_force(rendered_repo):
+    repo = rendered_repo
+    health = repo / "alerts/prometheus/health.yaml"
+    health.write_text(health.read_text() + "# our tweak\n")
+    dashboard = repo / "dashboards/gpu-health.json"
+    doc = json.loads(dashboard.read_text())
+    doc["title"] = "our GPUs"
+    dashboard.write_text(json.dumps(doc, indent=2))
+    locked = repo / "alerts/prometheus/fleet.yaml"
+    locked.chmod(0o444)  # unedited, but read-only: someone meant it to stay as it is
+    (repo / "rulesgen.yaml").write_text("urls: {runbook_base: 'https://runbooks.example.com/'}\n")  # every alert changes
+    before = _tree(repo)
+    refused = run_cli("render", cwd=repo)
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stdout == ""
+    assert ("alerts/prometheus/health.yaml (edited since the last render)\n" in refused.stderr
+            and "dashboards/gpu-health.json (edited since the last render)\n" in refused.stderr
+            and "alerts/prometheus/fleet.yaml (read-only)\n" in refused.stderr
+            and "render would overwrite or remove 3 file(s)" in refused.stderr
+            and "nothing written" in refused.stderr and "--force" in refused.stderr), refused.stderr
+    assert _tree(repo) == before and not locked.stat().st_mode & 0o222
+    forced = run_cli("render", "--force", cwd=repo)
+    assert forced.returncode == 0, forced.stderr
+    assert "# our tweak" not in health.read_text() and json.loads(dashboard.read_text())["title"] != "our GPUs"
+    assert "https://runbooks.example.com/" in locked.read_text()
+    assert run_cli("check", cwd=repo).returncode == 0
+
+
+def test_render_will_not_remove_a_generated_file_edited_since(rendered_repo):
+    repo = rendered_repo
+    test = repo / "tests/promtool/example-ghost-loss-dbe.yaml"
+    test.write_text(test.read_text() + "# our note\n")
+    (repo / "scenarios/example-ghost-loss-dbe.yaml").unlink()  # its tests are no longer generated
+    refused = run_cli("render", cwd=repo)
+    assert refused.returncode == 1 and "tests/promtool/example-ghost-loss-dbe.yaml (edited since the last render)" in refused.stderr
+    assert test.read_text().endswith("# our note\n")
+    assert run_cli("render", "--force", cwd=repo).returncode == 0 and not test.exists()
+
+
+def test_a_file_at_a_planned_path_that_rulesgen_did_not_write_is_not_overwritten(rendered_repo):
+    repo = rendered_repo
+    (repo / "rulesgen.yaml").write_text("outputs:\n  vmrule: {enabled: true}\n")
+    mine = repo / "deploy/victoriametrics-operator/kustomization.yaml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("resources: [ours.yaml]\n")
+    refused = run_cli("render", cwd=repo)
+    assert refused.returncode == 1
+    assert "deploy/victoriametrics-operator/kustomization.yaml (not written by rulesgen's last render)" in refused.stderr
+    assert mine.read_text() == "resources: [ours.yaml]\n"
+
+
+def test_two_renders_are_byte_identical_and_check_still_finds_stale_outputs(repo, tmp_path):
+    assert run_cli("render", cwd=repo).returncode == 0
+    first = _tree(repo)
+    assert "rulesgen.manifest" in first
+    assert run_cli("render", cwd=repo).returncode == 0
+    assert _tree(repo) == first
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "rulesgen.yaml").write_bytes(first["rulesgen.yaml"])
+    (other / "scenarios").mkdir()
+    (other / "scenarios/example-ghost-loss-dbe.yaml").write_bytes(first["scenarios/example-ghost-loss-dbe.yaml"])
+    assert run_cli("render", cwd=other).returncode == 0
+    assert {k: v for k, v in _tree(other).items() if k != ".github/workflows/gpu-rules.yaml"} == \
+        {k: v for k, v in first.items() if k in _tree(other)}
+    health = repo / "alerts/prometheus/health.yaml"
+    health.write_text(health.read_text() + "# edited\n")
+    stale = run_cli("check", cwd=repo)
+    assert stale.returncode == 1 and "alerts/prometheus/health.yaml: differs from a fresh render" in stale.stderr
+
+
+def test_init_force_keeps_a_backup_of_each_file_it_replaces_and_says_so(repo):
+    config = repo / "rulesgen.yaml"
+    config.write_text("selector: 'job=\"ours\"'\n")
+    (repo / "Makefile").write_text("ours:\n\ttrue\n")
+    first = run_cli("init", ".", "--force", cwd=repo)
+    assert first.returncode == 0, first.stderr
+    assert (repo / "rulesgen.yaml.bak").read_text() == "selector: 'job=\"ours\"'\n"
+    assert (repo / "Makefile.bak").read_text() == "ours:\n\ttrue\n"
+    assert "note: kept the replaced rulesgen.yaml as rulesgen.yaml.bak\n" in first.stdout
+    assert "note: kept the replaced Makefile as Makefile.bak\n" in first.stdout
+    assert not (repo / "rulesgen.lock.bak").exists() and "rulesgen.lock.bak" not in first.stdout  # unchanged: no copy
+    config.write_text("profiling: false\n")
+    second = run_cli("init", ".", "--force", cwd=repo)
+    assert (repo / "rulesgen.yaml.bak").read_text() == "selector: 'job=\"ours\"'\n"  # a backup is never overwritten
+    assert (repo / "rulesgen.yaml.bak.1").read_text() == "profiling: false\n"
+    assert "note: kept the replaced rulesgen.yaml as rulesgen.yaml.bak.1\n" in second.stdout

@@ -39,7 +39,10 @@ allow_downgrade_option = click.option(
 @out_option
 @diff_option
 @allow_downgrade_option
-def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, allow_downgrade):
+@click.option("--force", is_flag=True,
+              help="Overwrite generated files edited by hand (or made read-only) since the last render "
+                   "(rulesgen.manifest lists what it wrote); without it such files stop the render.")
+def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, allow_downgrade, force):
     """Render every output file (all or none). --diff: write nothing, print what would change."""
     config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
@@ -51,7 +54,7 @@ def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff,
     check_out_folder(out, len(plan.artifacts))
     pin = _lock_gate(Path(out), allow_downgrade)
     earlier = arts.earlier_render(Path(out))
-    changed = arts.write_all(Path(out), plan.artifacts)
+    changed = arts.write_all(Path(out), plan.artifacts, force=force)
     scenario_warnings(plan, scenarios)
     placeholder_url_warnings(plan.settings)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
@@ -214,7 +217,7 @@ def _report_failures(plan, files: list[Path], results) -> list[str]:
 
 @click.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--force", is_flag=True, help="Overwrite existing files, keeping each replaced one as NAME.bak (NAME.bak.N when taken).")
 def init(directory, force):
     """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
     from ..catalog import bundled_catalog_dir, load_catalog
