@@ -311,3 +311,90 @@ def test_init_force_keeps_a_backup_of_each_file_it_replaces_and_says_so(repo):
     assert (repo / "rulesgen.yaml.bak").read_text() == "selector: 'job=\"ours\"'\n"  # a backup is never overwritten
     assert (repo / "rulesgen.yaml.bak.1").read_text() == "profiling: false\n"
     assert "note: kept the replaced rulesgen.yaml as rulesgen.yaml.bak.1\n" in second.stdout
+
+
+# ---- 5. smaller items ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("labels, expected", [
+    ("  namespace: x\n  pod: x\n", "rulesgen.yaml:3:3: error[bad-value]: labels.pod: 'x' is also labels.namespace: each "
+                                   "role needs a label of its own (the rules would group and join by x twice, e.g. "
+                                   "`group_left (x, x)`, and take the pod for the namespace)"),
+    ("  pod: namespace\n", "rulesgen.yaml:2:3: error[bad-value]: labels.pod: 'namespace' is also labels.namespace (its "
+                           "default)"),
+    ("  cluster: Hostname\n", "rulesgen.yaml:2:3: error[bad-value]: labels.cluster: 'Hostname' is also labels.host (its "
+                              "default)"),
+    ("  host: gpu\n", "rulesgen.yaml:2:3: error[bad-value]: labels.host: 'gpu' is a label of the GPU's identity"),
+    ("  host_sources: [Hostname, exported_pod]\n  pod: exported_pod\n",
+     "rulesgen.yaml:2:3: error[bad-value]: labels.host_sources[1]: 'exported_pod' is labels.pod"),
+])
+def test_two_label_roles_on_one_label_are_refused_at_the_config_line(tmp_path, monkeypatch, labels, expected):
+    from conftest import errors_of
+
+    from rulesgen.load.settings import load_settings
+    monkeypatch.chdir(tmp_path)
+    Path("rulesgen.yaml").write_text("labels:\n" + labels)
+    errors = errors_of(load_settings, Path("rulesgen.yaml"))
+    assert len(errors) == 1 and errors[0].startswith(expected), errors
+
+
+def test_a_price_per_gpu_hour_given_as_a_plain_number_is_the_price_of_every_model(tmp_path):
+    from conftest import errors_of
+
+    from rulesgen.load.settings import load_settings
+    config = tmp_path / "rulesgen.yaml"
+    for text, price in (("3", 3.0), ("2.5", 2.5)):
+        config.write_text(f"dashboards:\n  price_per_gpu_hour: {text}\n")
+        dashboards = load_settings(config).dashboards
+        assert (dashboards.price_default, dashboards.prices) == (price, ())
+    config.write_text("dashboards:\n  price_per_gpu_hour: cheap\n")
+    assert errors_of(load_settings, config) == [
+        f"{config}:2:3: error[bad-type]: dashboards.price_per_gpu_hour must be a number (per GPU-hour, every model) or "
+        "a mapping (default, models), got 'cheap'"]
+    config.write_text("dashboards:\n  price_per_gpu_hour: -1\n")
+    assert "must be at least 0" in errors_of(load_settings, config)[0]
+
+
+# vmalert -replay against a server that is not there: five retries and a fatal line, each with the whole
+# URL-encoded query (kilobytes), as vmalert 1.145 logs them
+FAKE_VMALERT = """\
+import sys
+query = "query=" + "%28label_replace%28quantile_over_time%280.5%2C+" * 120
+url = f"http://127.0.0.1:1/api/v1/query_range?end=2026-11-27T23%3A00%3A01Z&nocache=1&{query}&start=2026-11-27T00%3A00%3A00Z&step=3600s"
+cause = f'error getting response from {url}": dial tcp4 127.0.0.1:1: connect: connection refused'
+for i in range(1, 6):
+    print(f'2026-11-28T23:08:5{i}.119Z\\terror\\tVictoriaMetrics/app/vmalert/rule/rule.go:129\\tattempt {i} to execute '
+          f'rule "gpu:dcgm_baseline:value_30m_hourly" failed: {cause}', file=sys.stderr)
+print(f'2026-11-28T23:09:02.126Z\\tfatal\\tVictoriaMetrics/app/vmalert/rule/group.go:631\\trule '
+      f'"gpu:dcgm_baseline:value_30m_hourly": {cause}', file=sys.stderr)
+sys.exit(255)
+"""
+
+
+def test_backfill_victoriametrics_against_an_unreachable_server_says_so_briefly(tmp_path):
+    vmalert = _script(tmp_path / "vmalert", FAKE_VMALERT)
+    result = run_cli("backfill", "victoriametrics", "--url", "http://127.0.0.1:1", "--days", "1", cwd=tmp_path,
+                     env={**os.environ, "RULESGEN_VMALERT": vmalert})
+    assert result.returncode == 1
+    assert len(result.stderr) < 1200, result.stderr
+    assert result.stderr.startswith("error: vmalert replay of backfill-hourly.yaml failed (exit 255): vmalert could not "
+                                    "reach http://127.0.0.1:1: is --url right, and the server up?\n")
+    assert ('error: 5 attempts to execute rule "gpu:dcgm_baseline:value_30m_hourly" failed: error getting response from '
+            "http://127.0.0.1:1/api/v1/query_range?end=2026-11-27T23%3A00%3A01Z&start=2026-11-27T00%3A00%3A00Z"
+            '&step=3600s&query=...": dial tcp4 127.0.0.1:1: connect: connection refused\n') in result.stderr
+    assert "label_replace" not in result.stderr and "quantile_over_time" not in result.stderr
+
+
+def test_replay_plot_without_matplotlib_fails_before_replaying(tmp_path, monkeypatch):
+    from conftest import ROOT
+    marker = tmp_path / "promtool-ran"
+    promtool = _script(tmp_path / "promtool", f"open({str(marker)!r}, 'w').write('ran')\n")
+    monkeypatch.setenv("RULESGEN_PROMTOOL", promtool)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    png = tmp_path / "out.png"
+    result = run_cli("replay", str(ROOT / "fixtures/scenarios/gpu-lost-hard-loss-60s.yaml"), "--plot", str(png))
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: --plot needs matplotlib, which is not installed: pip install "
+                                    "'dcgm-rulesgen[plot]'"), result.stderr
+    assert not marker.exists(), "the scenario was replayed before the missing matplotlib was noticed"
+    assert not png.exists() and result.stdout == ""
