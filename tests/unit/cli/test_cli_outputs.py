@@ -99,6 +99,9 @@ def test_test_runs_the_scenario_tests_from_a_scratch_folder_when_they_are_not_ou
     (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(broken)
     failed = run(outputs.test, "--catalog", str(minimal_catalog), "--scenarios", "scenarios", "--out", "out")
     assert failed.exit_code == 1 and "FAILED" in failed.stdout and "got: nil" in failed.stdout
+    # rulesgen's words first (tests/test_day_two.py holds them without an engine), promtool's below
+    assert failed.stdout.startswith("FAIL scenarios/hot-gpu-one.yaml (scenario hot-gpu-one, "), failed.stdout
+    assert "(failure mode hot_gpu)" in failed.stdout and failed.stdout.index("it never fired") < failed.stdout.index("FAILED")
     assert not (tmp_path / "out").exists()
 
 
