@@ -230,7 +230,7 @@ def init(directory, force):
     for note in notes:
         click.echo(f"note: {note}")
     where = "" if directory == "." else f"cd {directory}, "
-    click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock too); CI runs `make check`, "
+    click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock and rulesgen.manifest too); CI runs `make check`, "
                "lint and the engines.\nThen, in this order:")
     for i, step in enumerate(next_steps(load_catalog(bundled_catalog_dir())), 1):
         click.echo(f"  {i}. {step}")
