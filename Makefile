@@ -27,6 +27,7 @@ check: $(STAMP)
 
 test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
+	$(BIN)/ruff check --quiet rulesgen tests scripts fixtures benchmarks
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 
 # An alert's whole trip through running servers (synthetic dcgm-exporter -> Prometheus 3.5, and
@@ -41,7 +42,7 @@ test-package: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m package tests/test_package.py tests/test_delivery.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
-# multi-node scenario (tests/test_sharding.py, 4 promtool replays each, about 30 minutes on 2 cores, as
+# multi-node scenario (tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the global tier, as
 # .ci/run does; quicker loops: RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof
 # once caught; =modes: and one scenario for each failure mode they leave, about 16 minutes), the regrouped
 # files against the unsplit ones, one shard plus the global tier. make test runs none of them. The one-server replay of a scenario is its own

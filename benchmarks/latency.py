@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rulesgen import artifacts
+from rulesgen import artifacts  # noqa: E402
 from rulesgen.promql import tree as promql_tree  # noqa: E402
 from rulesgen.catalog import bundled_catalog_dir  # noqa: E402
 from rulesgen.load.dialects import apply, parse_dialect  # noqa: E402

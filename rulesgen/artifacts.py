@@ -1,7 +1,9 @@
 """Plan every output file, then write them all or none, or compare them with the disk (`check`)."""
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import astuple, dataclass, replace
@@ -66,13 +68,37 @@ def load_inputs(catalog_dir: Path, config: Path | None) -> tuple[Catalog, Settin
     return catalog, settings
 
 
-def for_settings(scenarios: list[Scenario], settings) -> list[Scenario]:
+def for_settings(scenarios: list[Scenario], settings, resolved: Resolved | None = None) -> list[Scenario]:
     """Scenarios as the configuration sees them (`follows_settings`), and an error naming each scenario whose
-    DCGM series the selector leaves out (else promtool would only report alerts that did not fire)."""
+    DCGM series the selector leaves out, or (given `resolved`) that expects a failure mode this configuration
+    does not render (else promtool would only report alerts that did not fire)."""
     out = [adapt(s, settings.selector, settings.host_label, settings.host_sources) for s in scenarios]
     problems = [d for d in (unmatched_selector(s, settings.selector) for s in out) if d is not None]
+    if resolved is not None:
+        problems += [d for s in out for d in inactive_expectations(s, settings, resolved)]
     if problems:
         raise RulesgenError(problems)
+    return out
+
+
+def inactive_expectations(scenario: Scenario, settings: Settings, resolved: Resolved) -> list[Diagnostic]:
+    """An error at each `expect` of a failure mode that is not rendered (disabled, its group disabled, or it
+    needs profiling or job metrics the configuration turns off): no alert of it can fire."""
+    known = {m.fm.id: m for m in resolved.modes}
+    out = []
+    for e in scenario.expect:
+        mode = known.get(e.failure_mode)
+        if mode is None:  # the scenario's load names unknown modes against the catalog
+            out.append(Diagnostic(scenario.path, *e.at, "unknown-failure-mode",
+                                  f"scenario {scenario.name} expects unknown failure mode {e.failure_mode!r}"))
+        elif not mode.active:
+            key = dict(settings.where_of_mode).get(e.failure_mode)
+            where = f" (failure_modes.{e.failure_mode} at {key[0].path}:{key[0].line})" if key and key[0] else ""
+            out.append(Diagnostic(scenario.path, *e.at, "inactive-failure-mode",
+                                  f"scenario {scenario.name} expects failure mode {e.failure_mode!r}, which this "
+                                  f"configuration does not render: {mode.inactive}{where}. No alert of it can fire, so "
+                                  f"the scenario's test would fail: enable it in {settings.source}, or remove the "
+                                  "expectation from the scenario"))
     return out
 
 
@@ -96,7 +122,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
     scenarios = []
     if scenario_tests and scenarios_dir is not None and scenarios_dir.is_dir():
         scenarios = for_settings(load_scenarios(sorted(scenarios_dir.glob("*.yaml")), [fm.id for fm in catalog.failure_modes]),
-                                 settings)
+                                 settings, resolved)
         replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]
         rule_files = [os.path.relpath(f.path, "tests/promtool") for f in replayed]
         group_order = [g.name for f in replayed for g in f.groups]
@@ -111,6 +137,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
     artifacts += dashboard_artifacts(build_dashboards(catalog, settings, rules, resolved))
     artifacts.append(provider_artifact(settings.dashboards.folder, settings.dashboards.provisioning_path))
     artifacts += delivery_artifacts(catalog, settings, resolved, rules, artifacts, sharded)
+    artifacts.append(manifest_artifact(artifacts))
     return Plan(catalog, settings, rules, tuple(scenarios), tuple(sorted(artifacts, key=lambda a: a.path)), resolved,
                 scenario_tests, sharded)
 
@@ -204,7 +231,78 @@ def _stale(out: Path, artifacts) -> list[Path]:
 
 def earlier_render(out: Path) -> bool:
     """True when `out` holds a file rulesgen generated (a folder it rendered into before)."""
-    return bool(_stale(out, ()))
+    return (out / MANIFEST).is_file() or bool(_stale(out, ()))
+
+
+# ---- what the last render wrote: rulesgen.manifest -------------------------------------------------------
+# One file for every format (a JSON dashboard has no room for a comment): the sha256 of each file a render
+# writes, in `sha256sum` format, written with them. A file whose bytes differ from its line was edited since.
+
+MANIFEST = "rulesgen.manifest"
+_MANIFEST_LINE = re.compile(r"^([0-9a-f]{64})  (\S.*)$")
+
+
+def manifest_artifact(artifacts) -> Artifact:
+    lines = [f"{GENERATED_MARK}: the sha256 of every file its last render wrote (`sha256sum -c` reads it).",
+             "# `rulesgen render` refuses to overwrite or remove a file whose bytes are not the ones listed here (edited",
+             "# by hand since) unless --force. DO NOT EDIT: run `make render`."]
+    lines += [f"{hashlib.sha256(a.text.encode('utf-8')).hexdigest()}  {a.path}" for a in sorted(artifacts, key=lambda a: a.path)]
+    return Artifact(MANIFEST, "\n".join(lines) + "\n")
+
+
+def recorded(out: Path) -> dict[str, str] | None:
+    """path -> sha256 of what the last render wrote into `out`; None when it left no manifest."""
+    path = out / MANIFEST
+    if not path.is_file():
+        return None
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return {m.group(2): m.group(1) for m in map(_MANIFEST_LINE.match, text.splitlines()) if m}
+
+
+def hand_edits(out: Path, artifacts) -> list[str]:
+    """The files a write of `artifacts` into `out` would overwrite or remove although they are not what rulesgen
+    last wrote there, each with why: edited since the last render (its sha256 is not the manifest's), not written
+    by it (a file at a path the last render did not write), or read-only. Without a manifest (a render of an
+    older rulesgen) only read-only files can be told."""
+    listed = recorded(out)
+    found = []
+
+    def judge(path: Path, data: bytes, removed: bool) -> None:
+        rel = path.relative_to(out).as_posix()
+        if not path.stat().st_mode & 0o222:
+            found.append(f"{rel} (read-only)")
+        elif listed is None or rel == MANIFEST:
+            return
+        elif rel not in listed:
+            if not removed:  # a generated file nobody listed: removed as before
+                found.append(f"{rel} (not written by rulesgen's last render)")
+        elif listed[rel] != hashlib.sha256(data).hexdigest():
+            found.append(f"{rel} (edited since the last render)")
+
+    for a in artifacts:
+        path = out / a.path
+        if path.is_file():
+            data = path.read_bytes()
+            if data != a.text.encode("utf-8"):
+                judge(path, data, removed=False)
+    for path in _stale(out, artifacts):
+        judge(path, path.read_bytes(), removed=True)
+    return found
+
+
+class OutputError(Exception):
+    """The output folder cannot be written: one line naming it; nothing was changed."""
+
+
+class HandEdited(OutputError):
+    """A render would overwrite or remove files changed since rulesgen wrote them: nothing was written."""
+
+    def __init__(self, out: Path, files: list[str]):
+        self.files = files
+        super().__init__(f"render would overwrite or remove {len(files)} file(s) in {out} that rulesgen did not "
+                         "write as they are:\n" + "".join(f"  {f}\n" for f in files)
+                         + "nothing written. Move the change into rulesgen.yaml (or your scenarios), restore the files "
+                           "(git checkout), or run `rulesgen render --force` to overwrite them (`git diff` shows the edits).")
 
 
 def _is_generated(path: Path) -> bool:
@@ -214,20 +312,17 @@ def _is_generated(path: Path) -> bool:
     return GENERATED_MARK in head or "Generated by rulesgen" in head
 
 
-class OutputError(Exception):
-    """The output folder cannot be written: one line naming it; nothing was changed."""
-
-
 TMP_PREFIX = ".rulesgen-render-"
 # Put into the temporary folder: it ignores itself, so `git add -A` never commits a folder that a
 # kill -9 (the one exit no `finally` runs on) left behind.
 TMP_GITIGNORE = "# rulesgen's temporary render folder (removed when a render ends)\n*\n"
 
 
-def write_all(out: Path, artifacts) -> list[str]:
-    """All or nothing, even when interrupted. Every new file is written into one temporary folder in
-    `out` first (a target folder on another filesystem gets its own): nothing in the tree changes until
-    all of them are on disk. Then, with SIGINT and SIGTERM held back, each changed file is renamed into
+def write_all(out: Path, artifacts, force: bool = False) -> list[str]:
+    """All or nothing, even when interrupted. Unless `force`, files edited by hand since the last render (or
+    read-only) stop it before anything is written (HandEdited, hand_edits()). Every new file is written into
+    one temporary folder in `out` first (a target folder on another filesystem gets its own): nothing in the
+    tree changes until all of them are on disk. Then, with SIGINT and SIGTERM held back, each changed file is renamed into
     place (one atomic rename per file; a hard link of the old version is kept) and stale generated files
     are moved aside; if a rename fails, every step is undone. The temporary folders are removed on every
     exit path; an interrupt that arrived during the commit is raised after it (`exc.rulesgen_outcome`
@@ -237,6 +332,10 @@ def write_all(out: Path, artifacts) -> list[str]:
     made: list[Path] = []
     try:
         try:
+            if not force and out.is_dir():
+                edited = hand_edits(out, artifacts)
+                if edited:
+                    raise HandEdited(out, edited)
             out.mkdir(parents=True, exist_ok=True)
             temps.on(out)  # the first write: an output folder that cannot be written fails here
             staged = _stage(out, temps, artifacts, made)

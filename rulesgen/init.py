@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -83,8 +84,19 @@ def workflow_text(workdir: str) -> str:
     return text
 
 
+def backup_path(target: Path) -> Path:
+    """Where `init --force` keeps the file it replaces: NAME.bak, else the first free NAME.bak.N (a backup is
+    never overwritten)."""
+    candidate, n = target.with_name(target.name + ".bak"), 0
+    while candidate.exists():
+        n += 1
+        candidate = target.with_name(f"{target.name}.bak.{n}")
+    return candidate
+
+
 def scaffold(directory: Path, force: bool = False) -> tuple[list[str], list[str], list[str]]:
-    """Returns (written, skipped, notes); existing files are kept unless force. Paths are as shown to the user."""
+    """Returns (written, skipped, notes); existing files are kept unless force, which keeps a backup of each
+    file it replaces (backup_path; a note says where). Paths are as shown to the user."""
     written, skipped, notes = [], [], []
     place = workflow_place(directory)
     contents: dict[Path, str] = {directory / rel: template_text(t) for rel, t in FILES.items()}
@@ -96,9 +108,13 @@ def scaffold(directory: Path, force: bool = False) -> tuple[list[str], list[str]
         if target.exists() and not force:
             skipped.append(shown)
             continue
+        if target.is_file() and target.read_bytes() != text.encode("utf-8"):
+            backup = backup_path(target)
+            shutil.copy2(target, backup)
+            notes.append(f"kept the replaced {shown} as {os.path.relpath(backup) if backup.is_absolute() else backup}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written.append(shown)
     if place.note:
-        notes.append(place.note)
+        notes.insert(0, place.note)
     return written, skipped, notes

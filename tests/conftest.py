@@ -220,6 +220,25 @@ def largest_first(paths) -> list[Path]:
     return sorted(paths, key=lambda p: -Path(p).stat().st_size)
 
 
+def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
+    """For every failure mode of `modes` (in their order) that neither a scenario named in `covered` nor one
+    already picked expects, the scenario of `scenarios` ({name: Scenario}) expecting it with the fewest
+    evaluation steps x series (a proxy of its replay cost). A mode that no scenario expects is skipped:
+    callers that need one per mode check it."""
+    def fired(names) -> set[str]:
+        return {e.failure_mode for name in names for e in scenarios[name].expect}
+
+    def cost(name):
+        s = scenarios[name]
+        return (s.duration // s.evaluation_interval) * len(s.series), name
+    picked: list[str] = []
+    for mode in modes:
+        firing = [name for name, s in scenarios.items() if any(e.failure_mode == mode for e in s.expect)]
+        if firing and mode not in fired([*covered, *picked]):
+            picked.append(min(firing, key=cost))
+    return sorted(set(picked))
+
+
 def replay_env() -> dict:
     """promtool's environment in the pool: every core already runs one replay, so one Go thread each and a
     lazier GC (measured: 8-13% less CPU per scenario than GOGC=400 alone, at up to 1.4 GB per process on

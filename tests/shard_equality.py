@@ -2,8 +2,10 @@
 
 A scenario's series are split by node across two shards (hashmod sharding on the node name: an
 exporter's series, its `up` too, go with the node they name; the training jobs' own targets are split
-by target). Each shard replays its half through the shard rule files (`promtool test rules --debug`
-dumps every sample the rules wrote; the values at the first step come from a failing listing at 0s).
+by target). Each shard replays its half through the shard rule files (a listing at every evaluation
+time: promtool prints what it got). Both shards replay in one promtool run, told apart by a per-shard
+suffix on the cluster label that every shard rule keeps (`shard_runs`: promtool's cost is rules x steps,
+so one run of both halves costs what one half does); a series of no single shard stops that.
 What a shard's remote write would carry to the global store is then rebuilt: the series its relabelling
 keeps (its raw inputs as the scenario writes them, its records and ALERTS as the rules wrote them, with
 the staleness marker Prometheus writes when a rule's series ends), each with the shard's external label.
@@ -76,6 +78,7 @@ class Topology:
     global_: tuple[Path, ...]
     relabel: tuple[Relabel, ...]
     shard_label: str = "shard"
+    tag_label: str = "cluster"  # a label every shard rule keeps: the shards replay as one (shard_runs)
 
     def forwards(self, name: str, labels: dict[str, str]) -> bool:
         """Whether a shard's remote write carries the series: it passes every rule (the shard's external label
@@ -316,6 +319,57 @@ def forwarded(run: Run, inputs: list[tuple[str, str]], topology: Topology, shard
     return out
 
 
+# --- the shards in one replay -------------------------------------------------------------------------
+
+TAG = "~rulesgen-shard-"
+
+
+class Mixed(Exception):
+    """A shard rule wrote a series whose tag label names no single shard: it mixed the shards' data."""
+
+
+def tagged(halves: list[list[tuple[str, str]]], label: str) -> list[tuple[str, str]]:
+    """Every shard's series in one list, shard i's `label` (absent: "") suffixed with TAG + i."""
+    out = []
+    for i, half in enumerate(halves):
+        for s, values in half:
+            name, labels = parse_series(s)
+            out.append((series_text(name, {**labels, label: labels.get(label, "") + f"{TAG}{i}"}), values))
+    return out
+
+
+def untagged(run: Run, shards: int, label: str) -> list[Run]:
+    """The replay of tagged() series as one Run per shard, `label` restored (dropped where it was absent)."""
+    runs = [Run() for _ in range(shards)]
+    for (name, labels), points in run.samples.items():
+        value, _, shard = dict(labels).get(label, "").rpartition(TAG)
+        if not shard.isdigit() or int(shard) >= shards:
+            raise Mixed(f"{name}{dict(labels)}")
+        restored = {k: v for k, v in labels if k != label} | ({label: value} if value else {})
+        runs[int(shard)].samples[(name, tuple(sorted(restored.items())))] = points
+    return runs
+
+
+def shard_runs(promtool: str, topology: Topology, halves: list[list[tuple[str, str]]], scenario: Scenario,
+               listed: str, workdir: Path, separate: bool = False) -> list[Run]:
+    """What each shard's rules write over its half. One promtool run holds every shard, told apart by
+    topology.tag_label (cluster: every aggregation of rulesgen's keeps it, `labels.cluster` in the config),
+    suffixed per shard on every input: the shard rules are per node or per cluster, so no series of one
+    shard meets another's, and the run costs what one shard's does (promtool's cost is rules x steps,
+    nearly whatever the data). Should any series the rules wrote carry no single shard's tag (a rule that
+    joins or aggregates across the tag label), the shards are replayed one promtool run each, as
+    `separate` asks for."""
+    if not separate:
+        try:
+            return untagged(replay(promtool, topology.shard, tagged(halves, topology.tag_label), scenario.interval,
+                                   scenario.evaluation_interval, scenario.duration, listed, workdir, "shards"),
+                            len(halves), topology.tag_label)
+        except Mixed:
+            pass
+    return [replay(promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval, scenario.duration,
+                   listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
+
+
 # --- the comparison -----------------------------------------------------------------------------------
 
 def alerts(run: Run, ignore: str, own_only: bool = False) -> dict[int, set[tuple[tuple[str, str], ...]]]:
@@ -362,22 +416,23 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     step = gcd(scenario.interval, scenario.evaluation_interval)
     listed = f"ALERTS|{topology.listed}"
     halves = split(scenario)
-    # the one server and the shards are independent replays: run them at once (one promtool each)
+    # the one server and the shards are independent replays: run them at once (the shards in one promtool run)
     def one_server() -> tuple[Run, tuple[str, ...]]:
         if reference_test is not None:
             return replay_test(promtool, reference_test, scenario, topology.single, workdir)
         return replay(promtool, topology.single, list(scenario.series), scenario.interval, scenario.evaluation_interval,
                       scenario.duration, "ALERTS", workdir, "single"), ()
 
-    with ThreadPoolExecutor(max_workers=1 + len(halves)) as pool:
-        single = pool.submit(one_server)
-        shards = [pool.submit(replay, promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval,
-                              scenario.duration, listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
-        (reference, expectations), shard_runs = single.result(), [f.result() for f in shards]
-    sent = [s for i, (run, half) in enumerate(zip(shard_runs, halves))
+    def shards() -> list[Run]:
+        return shard_runs(promtool, topology, halves, scenario, listed, workdir)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        single, parts = pool.submit(one_server), pool.submit(shards)
+        (reference, expectations), shard_runs_ = single.result(), parts.result()
+    sent = [s for i, (run, half) in enumerate(zip(shard_runs_, halves))
             for s in forwarded(run, half, topology, f"shard-{i}", scenario, step)]
     sharded: dict[int, set] = {}
-    for run in shard_runs:
+    for run in shard_runs_:
         for t, a in alerts(run, topology.shard_label).items():
             sharded.setdefault(t, set()).update(a)
     if topology.global_:

@@ -151,7 +151,8 @@ def _fake_releases(base: Path, os_, arch, versions):
                                      {f"prometheus-{prom}.{os_}-{arch}/promtool": script.format("promtool")}, "sha256sums.txt"),
         ("alertmanager", f"v{am}"): (f"alertmanager-{am}.{os_}-{arch}.tar.gz",
                                      {f"alertmanager-{am}.{os_}-{arch}/amtool": script.format("amtool")}, "sha256sums.txt"),
-        ("vm", f"v{vm}"): (f"vmutils-{os_}-{arch}-v{vm}.tar.gz", {"vmalert-tool-prod": script.format("vmalert-tool")},
+        ("vm", f"v{vm}"): (f"vmutils-{os_}-{arch}-v{vm}.tar.gz", {"vmalert-tool-prod": script.format("vmalert-tool"),
+                                                                "vmalert-prod": script.format("vmalert")},
                            f"vmutils-{os_}-{arch}-v{vm}_checksums.txt"),
     }
     out = {}
@@ -182,7 +183,9 @@ def test_make_tools_installs_only_what_the_published_sums_vouch_for(tmp_path):
 
     ok = make("tools")
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    for name in ("promtool", "amtool", "vmalert-tool"):
+    # every engine a rulesgen command in the repository runs (`rulesgen backfill victoriametrics`: vmalert), as the
+    # "not found: run `make tools`" hint promises (rulesgen/engines/tools.py)
+    for name in ("promtool", "amtool", "vmalert-tool", "vmalert"):
         assert (repo / ".tools" / "bin" / name).is_file(), name
     shutil.rmtree(repo / ".tools")
     # a tampered tarball: its sha256 no longer matches the published one

@@ -70,7 +70,7 @@ def test_regrouping_keeps_what_every_rule_reads_at_every_step(monkeypatch, rende
     """Every two rules of which one reads the other (a record and its reader, an alert and a rule whose
     ALERTS selector can select it) are evaluated in the same order as before the split, within one
     promtool evaluation step (group_eval_order, then rule order): every rule sees the same values at the
-    same step, so every alert fires at the same step (the README latency table stands)."""
+    same step, so every alert fires at the same step (the latency table of docs/performance.md stands)."""
     before_files = _unsplit(monkeypatch)
     before = [g for f in before_files for g in f.groups]
     rules = [r for g in before for r in g.rules]

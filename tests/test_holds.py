@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import shard_equality as se
-from conftest import ROOT, replay_fixture
+from conftest import ROOT, cheapest_per_mode, replay_fixture
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -43,16 +43,10 @@ CATALOG, SCENARIOS = _scenarios()
 def sample() -> list[str]:
     """For every failure mode of the catalog (in its order), the scenario expecting it with the fewest
     evaluation steps x series; a mode that no scenario expects fails here, naming it."""
-    def cost(name):
-        s = SCENARIOS[name]
-        return (s.duration // s.evaluation_interval) * len(s.series), name
-    chosen: list[str] = []
     for mode in CATALOG.failure_modes:
-        firing = [n for n, s in SCENARIOS.items() if any(e.failure_mode == mode.id for e in s.expect)]
-        assert firing, f"failure mode {mode.id}: no scenario in fixtures/scenarios expects it"
-        if not set(firing) & set(chosen):
-            chosen.append(min(firing, key=cost))
-    return sorted(chosen)
+        assert any(e.failure_mode == mode.id for s in SCENARIOS.values() for e in s.expect), (
+            f"failure mode {mode.id}: no scenario in fixtures/scenarios expects it")
+    return cheapest_per_mode(SCENARIOS, [mode.id for mode in CATALOG.failure_modes])
 
 
 SAMPLE = sample()

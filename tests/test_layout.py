@@ -1,6 +1,6 @@
 """The package shows the data flow: each module sits in a layer, imports only from its own layer or below,
 no two modules import each other (directly or around a circle), no module imports another's private
-name, README's "Code layout" names every module, and some file under tests/ imports every module."""
+name, docs/contributing.md's "Code layout" names every module, and some file under tests/ imports every module."""
 from __future__ import annotations
 
 import ast
@@ -111,11 +111,11 @@ def test_the_layout_checks_fail_on_a_planted_violation(tmp_path):
 
 
 def layout_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text.split("### Code layout", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    return text.split("\n## Code layout\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
 
 
-def test_readme_layout_names_every_module():
+def test_code_layout_names_every_module():
     """Each package has a row (`rulesgen/<package>/`) naming each of its modules; a top-level module is
     named with its path."""
     rows = {m.group(1): line for line in layout_section().splitlines()

@@ -3,7 +3,7 @@ by node across two shards, each shard replaying the shard files on its half, the
 the global files on what the shards' allowlist forwards, gives the same alerts at every evaluation step
 as one server over everything (tests/shard_equality.py says how, on promtool).
 
-The proof is a longer suite, outside `make test` (each scenario is four promtool replays): `make
+The proof is a longer suite, outside `make test` (each scenario is three promtool replays: one server, both shards in one run, the global tier): `make
 test-sharding` (marker `equality`, in every CI run) replays every multi-node scenario and the check that
 the harness can fail; RULESGEN_SHARDING=modes (a quicker loop): the cross-shard scenarios, those the proof
 once caught and one scenario for each failure mode they leave. The one-server replay is the scenario's own
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import shard_equality as se
-from conftest import ROOT, largest_first, replay_fixture, selected
+from conftest import ROOT, cheapest_per_mode, largest_first, replay_fixture, selected
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -56,21 +56,11 @@ def _fired(names) -> set[str]:
     return {e.failure_mode for name in names for e in ALL[name].expect}
 
 
-def _cheapest_per_mode() -> tuple[str, ...]:
-    """For every failure mode the scenarios above do not fire, the multi-node scenario that fires it at the
-    least replay cost (steps x series), modes in name order: with them,
-    RULESGEN_SHARDING=modes (the quick loop) fires every failure mode a multi-node scenario fires."""
-    def cost(name):
-        s = ALL[name]
-        return (s.duration // s.evaluation_interval) * len(s.series), name
-    picked: list[str] = []
-    for mode in sorted(_fired(MULTI_NODE) - _fired(tuple(CROSS_SHARD) + FOUND)):
-        if mode not in _fired(picked):
-            picked.append(min((n for n in MULTI_NODE if mode in _fired([n])), key=cost))
-    return tuple(sorted(set(picked)))
-
-
-PER_MODE = _cheapest_per_mode()
+# For every failure mode the scenarios above do not fire, the multi-node scenario that fires it at the least
+# replay cost, modes in name order: with them, RULESGEN_SHARDING=modes (the quick loop) fires every failure
+# mode a multi-node scenario fires.
+PER_MODE = tuple(cheapest_per_mode({name: ALL[name] for name in MULTI_NODE}, sorted(_fired(MULTI_NODE)),
+                                   covered=(*CROSS_SHARD, *FOUND)))
 SELECTIONS = {"all": tuple(MULTI_NODE), "ci": tuple(CROSS_SHARD), "found": tuple(CROSS_SHARD) + FOUND,
               "modes": tuple(CROSS_SHARD) + FOUND + PER_MODE}
 _SELECTION = os.environ.get("RULESGEN_SHARDING", "all").strip()
@@ -173,6 +163,41 @@ def test_two_shards_and_the_global_tier_alert_as_one_server(name, sharding_verdi
         " for details):\n" + "\n".join(verdict.expectations)[-3000:])
     assert verdict.equal, verdict.describe()
     assert verdict.forwarded_series > 0
+
+
+@pytest.mark.equality
+@pytest.mark.parametrize("name", sorted(CROSS_SHARD))
+def test_the_shards_in_one_replay_write_what_each_shard_alone_writes(name, rendered, promtool, tmp_path):
+    """The proof replays both shards in one promtool run, told apart by a suffix on the cluster label
+    (shard_equality.shard_runs): on the scenarios whose nodes meet across shards, every sample each shard
+    writes (records, ALERTS, its inputs) is the same, value for value, as in a run of that shard alone."""
+    scenario, topology = ALL[name], se.rendered_topology(rendered)
+    halves, listed = se.split(scenario), f"ALERTS|{topology.listed}"
+    merged = se.untagged(se.replay(promtool, topology.shard, se.tagged(halves, topology.tag_label), scenario.interval,
+                                   scenario.evaluation_interval, scenario.duration, listed, tmp_path, "shards"),
+                         len(halves), topology.tag_label)
+    alone = se.shard_runs(promtool, topology, halves, scenario, listed, tmp_path, separate=True)
+    assert all(run.samples for run in merged)
+    for i, (one, other) in enumerate(zip(merged, alone)):
+        assert one.samples.keys() == other.samples.keys(), (i, sorted(set(one.samples) ^ set(other.samples))[:4])
+        differ = [k for k in one.samples if one.samples[k] != other.samples[k]]
+        assert not differ, (i, differ[:4])
+
+
+def test_a_series_of_no_single_shard_stops_the_one_replay():
+    """A shard rule that aggregated or joined across the cluster label writes a series whose tag names no
+    shard (here: none, and a stray one): untagged refuses it, and shard_runs replays the shards apart."""
+    run = se.Run()
+    run.add({"__name__": "gpu:x", "cluster": "prod" + se.TAG + "1", "gpu": "0"}, 60, 1.0)
+    run.add({"__name__": "ALERTS", "alertname": "A", "cluster": se.TAG + "0"}, 60, 1.0)
+    first, second = se.untagged(run, 2, "cluster")
+    assert first.samples == {("ALERTS", (("alertname", "A"),)): {60: 1.0}}
+    assert second.samples == {("gpu:x", (("cluster", "prod"), ("gpu", "0"))): {60: 1.0}}
+    for stray in ({"cluster": "prod"}, {}, {"cluster": "prod" + se.TAG + "2"}):
+        mixed = se.Run()
+        mixed.add({"__name__": "fleet:x", **stray}, 60, 1.0)
+        with pytest.raises(se.Mixed):
+            se.untagged(mixed, 2, "cluster")
 
 
 def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, tmp_path):

@@ -9,7 +9,7 @@ import yaml
 
 from conftest import ROOT, replay_env, replay_fixture, selected
 from treeasserts import canonical, has, joins, reads
-from rulesgen.artifacts import load_inputs, plan
+from rulesgen.artifacts import MANIFEST, load_inputs, plan
 from rulesgen.builders.rules import build_rules
 from rulesgen.builders.sharded import REMOTE_WRITE, SHARD_PREFIX, build_sharded
 from rulesgen.catalog import bundled_catalog_dir
@@ -275,8 +275,11 @@ def test_single_topology_is_byte_identical_and_sharded_only_adds(sharded_render)
     one = {a.path: a.text for a in single.artifacts}
     both = {a.path: a.text for a in sharded.artifacts}
     assert single.sharded is None
+    # the manifest lists every file written: the sharded ones add its lines (and nothing else changes)
+    manifest = set(both.pop(MANIFEST).splitlines()) - set(one.pop(MANIFEST).splitlines())
     assert all(both[p] == t for p, t in one.items())
     added = set(both) - set(one)
+    assert {line.split("  ", 1)[1] for line in manifest} == added
     assert added and all(p.startswith(("alerts/sharded/", "deploy/prometheus-operator-sharded/",
                                        "deploy/victoriametrics-operator-sharded/")) for p in added)
     assert not any("sharded" in p for p in one)

@@ -90,12 +90,24 @@ def unexpected_expr(s: Scenario) -> str:
     return "\nor ".join(terms)
 
 
+# What each query of a scenario's test checks (expr_tests): an expectation's first firing, its continuity,
+# or that nothing else fired.
+FIRST_FIRING, CONTINUOUS, UNEXPECTED = "first_firing", "continuous", "unexpected"
+
+
+def expr_tests(s: Scenario) -> list[tuple[str, str, Expectation | None]]:
+    """(expr, what it checks, the expectation it checks or None) for each query of scenario_test, in order:
+    `rulesgen test` reads a failed query back to the expectation it stands for."""
+    out: list[tuple[str, str, Expectation | None]] = [(expectation_expr(s, e), FIRST_FIRING, e) for e in s.expect]
+    out += [(continuous_expr(s, e), CONTINUOUS, e) for e in s.expect if e.continuous]
+    out.append((unexpected_expr(s), UNEXPECTED, None))
+    return out
+
+
 def scenario_test(s: Scenario, rule_files: list[str], group_order: list[str]) -> dict:
-    tests = [{"expr": expectation_expr(s, e), "eval_time": format_duration(s.duration),
-              "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect]
-    tests += [{"expr": continuous_expr(s, e), "eval_time": format_duration(s.duration),
-               "exp_samples": [{"labels": "{}", "value": 1}]} for e in s.expect if e.continuous]
-    tests.append({"expr": unexpected_expr(s), "eval_time": format_duration(s.duration), "exp_samples": []})
+    tests = [{"expr": expr, "eval_time": format_duration(s.duration),
+              "exp_samples": [] if kind == UNEXPECTED else [{"labels": "{}", "value": 1}]}
+             for expr, kind, _ in expr_tests(s)]
     return document(s, rule_files, group_order, tests)
 
 

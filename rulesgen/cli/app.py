@@ -27,18 +27,19 @@ def config_path(path: str | None) -> Path | None:
     return Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).exists() else None
 
 
-def render_config(config: str | None, defaults: bool) -> str | None:
-    """The config of a command that writes (render, test): --config, else ./rulesgen.yaml; without either,
-    a usage error unless --defaults asks for the bundled defaults (a render of the defaults in the wrong
-    folder would write dozens of files, or remove the outputs a config enabled)."""
+def render_config(config: str | None, defaults: bool, verb: str = "render") -> str | None:
+    """The config of a command that writes or compares the outputs (render, test, check): --config, else
+    ./rulesgen.yaml; without either, a usage error unless --defaults asks for the bundled defaults (a render
+    of the defaults in the wrong folder would write dozens of files, or remove the outputs a config enabled;
+    a check of them would report every output of another config as missing)."""
     if defaults and config:
-        raise click.UsageError("--defaults and --config exclude each other: --defaults renders without a config file")
+        raise click.UsageError(f"--defaults and --config exclude each other: --defaults {verb}s without a config file")
     if defaults and Path(DEFAULT_CONFIG).exists():
-        raise click.UsageError(f"--defaults: ./{DEFAULT_CONFIG} exists and would be ignored; drop --defaults to render "
-                               f"with it, or delete it to render the defaults")
+        raise click.UsageError(f"--defaults: ./{DEFAULT_CONFIG} exists and would be ignored; drop --defaults to {verb} "
+                               f"with it, or delete it to {verb} the defaults")
     if not config and not defaults and not Path(DEFAULT_CONFIG).exists():
         raise click.UsageError(f"no ./{DEFAULT_CONFIG} here ({Path.cwd()}) and no --config: run `rulesgen init` to write one, "
-                               f"pass --config FILE, or --defaults to render the bundled defaults")
+                               f"pass --config FILE, or --defaults to {verb} the bundled defaults")
     return config
 
 
@@ -147,7 +148,7 @@ scenario_tests_option = click.option(
          "[default: the config's outputs.scenario_tests, on unless set to false].")
 common = [catalog_option, config_option, scenarios_option, scenario_tests_option]
 defaults_option = click.option("--defaults", is_flag=True,
-                               help=f"Render the bundled defaults without a config file (needed when there is no ./{DEFAULT_CONFIG}).")
+                               help=f"Use the bundled defaults without a config file (needed when there is no ./{DEFAULT_CONFIG}).")
 
 
 def with_common(f):

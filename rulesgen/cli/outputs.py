@@ -28,12 +28,21 @@ def _print_diff(changes) -> None:
                        click.style(line, fg=colours[line[0]]) if line[:1] in colours else line)
 
 
+allow_downgrade_option = click.option(
+    "--allow-downgrade", is_flag=True,
+    help="Render although rulesgen.lock pins a newer rulesgen than the installed one (the lock is then pinned to this one).")
+
+
 @click.command()
 @with_common
 @defaults_option
 @out_option
 @diff_option
-def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff):
+@allow_downgrade_option
+@click.option("--force", is_flag=True,
+              help="Overwrite generated files edited by hand (or made read-only) since the last render "
+                   "(rulesgen.manifest lists what it wrote); without it such files stop the render.")
+def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, allow_downgrade, force):
     """Render every output file (all or none). --diff: write nothing, print what would change."""
     config = render_config(config, defaults)
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
@@ -43,48 +52,84 @@ def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff)
         click.echo(f"dry run: {len(changes)} of {len(plan.artifacts)} files would change in {out}; nothing written", err=True)
         return
     check_out_folder(out, len(plan.artifacts))
-    changed = arts.write_all(Path(out), plan.artifacts)
+    pin = _lock_gate(Path(out), allow_downgrade)
+    earlier = arts.earlier_render(Path(out))
+    changed = arts.write_all(Path(out), plan.artifacts, force=force)
     scenario_warnings(plan, scenarios)
     placeholder_url_warnings(plan.settings)
     apply_size_warnings(plan)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
-    _update_lock(Path(out))
+    _update_lock(Path(out), pin, earlier)
 
 
-def _update_lock(root: Path) -> None:
-    """A repository with rulesgen.lock records the rulesgen that rendered it (only there: no lock, no pin)."""
+def _lock_gate(root: Path, allow_downgrade: bool):
+    """The lock's pin before a render writes anything: a lock of lines not its own is an error, and a pin newer
+    than the installed rulesgen refuses the render (it would downgrade every output) unless allowed."""
     from .. import lock
-    pin, now = lock.pinned(root), lock.installed()
-    if pin is None or pin == now:
+    try:
+        pin = lock.read(root)
+    except RulesgenError as exc:
+        fail(exc)
+    if pin is not None and lock.newer_than_installed(pin) and not allow_downgrade:
+        name, version = lock.installed()
+        error(f"{root / lock.LOCK} pins {pin.name}=={pin.version}, newer than the installed {name}=={version}: a render "
+              f"would downgrade the outputs and the lock. Install the pinned one (python -m pip install -r "
+              f"{root / lock.LOCK}), or pass --allow-downgrade to render with {version} on purpose; nothing written")
+        sys.exit(1)
+    return pin
+
+
+def _update_lock(root: Path, pin, earlier_render: bool) -> None:
+    """After a render: the lock pins the rulesgen that rendered. A missing lock is written (with a warning where
+    an earlier render had one: it was deleted); another version's pin is rewritten, with a warning."""
+    from .. import lock
+    name, version = lock.installed()
+    if pin is not None and lock.same(pin):
         return
-    lock.write(root)
-    click.echo(f"warning: rulesgen.lock pinned {pin[0]}=={pin[1]}; rendered with {now[0]}=={now[1]} and updated the "
-               "lock. Commit it with the outputs (an upgrade for everyone), or install the pinned version and "
-               "render again.", err=True)
+    lock.write(root, pin)
+    if pin is None and not earlier_render:
+        click.echo(f"wrote {lock.LOCK} (pins {name}=={version}): commit it with the outputs")
+    elif pin is None:
+        click.echo(f"warning: {root / lock.LOCK} was missing: recreated it, pinning {name}=={version}. Commit it with "
+                   "the outputs (`rulesgen check` fails without it).", err=True)
+    else:
+        click.echo(f"warning: rulesgen.lock pinned {pin.name}=={pin.version}; rendered with {name}=={version} and updated "
+                   "the lock. Commit it with the outputs (an upgrade for everyone), or install the pinned version and "
+                   "render again.", err=True)
 
 
 def lock_mismatch(root: Path) -> str | None:
+    """Why the lock does not pin the installed rulesgen (missing, or another version), else None; a lock of
+    lines not its own raises RulesgenError."""
     from .. import lock
-    pin, now = lock.pinned(root), lock.installed()
-    if pin is None or pin == now:
+    pin, (name, version) = lock.read(root), lock.installed()
+    if pin is None:
+        return (f"{root / lock.LOCK} is missing: nothing pins the rulesgen that renders these outputs. `rulesgen render` "
+                f"recreates it (pinning {name}=={version}); commit it.")
+    if lock.same(pin):
         return None
-    return (f"rulesgen.lock pins {pin[0]}=={pin[1]} but {now[0]}=={now[1]} is installed: its render may differ. "
+    return (f"rulesgen.lock pins {pin.name}=={pin.version} but {name}=={version} is installed: its render may differ. "
             f"Run `python -m pip install -r {root / lock.LOCK}` (what CI runs), or upgrade on purpose with "
             "`make render` and commit the outputs with the new lock.")
 
 
 @click.command()
 @with_common
+@defaults_option
 @out_option
 @diff_option
 @format_option
-def check(catalog, config, scenarios, scenario_tests, out, show_diff, fmt):
+def check(catalog, config, scenarios, scenario_tests, defaults, out, show_diff, fmt):
     """Fail (exit 1) when the committed outputs differ from a fresh render; --diff shows how."""
+    config = render_config(config, defaults, "check")
     plan = plan_or_fail(catalog, config, scenarios, parse_with_promtool=True, scenario_tests=scenario_tests)
     changes = arts.changes(Path(out), plan.artifacts)
-    mismatch = lock_mismatch(Path(out))
+    try:
+        mismatch = lock_mismatch(Path(out))
+    except RulesgenError as exc:
+        fail(exc)
     if fmt == "json":
         emit_json({"files": len(plan.artifacts), "up_to_date": not changes, "lock_mismatch": mismatch,
                    "changes": [{"path": c.path, "state": c.state, **({"diff": arts.unified_diff(c)} if show_diff else {})}
@@ -108,7 +153,8 @@ def check(catalog, config, scenarios, scenario_tests, out, show_diff, fmt):
 @with_common
 @defaults_option
 @out_option
-def test(catalog, config, scenarios, scenario_tests, defaults, out):
+@allow_downgrade_option
+def test(catalog, config, scenarios, scenario_tests, defaults, out, allow_downgrade):
     """Render, then run promtool on every scenario test in tests/promtool/. Where the tests are not among the
     outputs (outputs.scenario_tests: false, or --no-scenario-tests), they run in a temporary folder and
     nothing is written to --out."""
@@ -120,23 +166,59 @@ def test(catalog, config, scenarios, scenario_tests, defaults, out):
         root = Path(out) if keep else Path(scratch)
         if keep:
             check_out_folder(out, len(plan.artifacts))
+            pin, earlier = _lock_gate(root, allow_downgrade), arts.earlier_render(root)
         arts.write_all(root, plan.artifacts)
+        if keep:
+            _update_lock(root, pin, earlier)
         files = sorted(root / a.path for a in plan.artifacts if a.path.startswith("tests/promtool/"))
         if not files:
             click.echo("no scenarios found", err=True)
             sys.exit(1)
         try:
-            rc, output = run_promtool_test(files)
+            results = _promtool_each(files)
         except ToolMissing as exc:
             error(str(exc))
             sys.exit(1)
-    click.echo(output.rstrip())
-    sys.exit(0 if rc == 0 else 1)
+    failed = _report_failures(plan, files, results)
+    for path, (_, output) in zip(files, results):
+        click.echo(f"promtool test rules {path.relative_to(root).as_posix()}:\n{output.strip(chr(10))}")
+    click.echo(f"{len(failed)} of {len(files)} scenario test(s) failed" if failed else f"{len(files)} scenario test(s) passed")
+    sys.exit(1 if failed else 0)
+
+
+def _promtool_each(files: list[Path]) -> list[tuple[int, str]]:
+    """promtool test rules on each file alone, in parallel: its output then belongs to one scenario (promtool
+    3 does not say which file a failure is in)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(1, min(len(files), os.cpu_count() or 1))) as pool:
+        return list(pool.map(lambda f: run_promtool_test([f]), files))
+
+
+def _report_failures(plan, files: list[Path], results) -> list[str]:
+    """Each failed scenario and what it expected, in rulesgen's words, before promtool's own output."""
+    from ..engines.replay import explain_failures
+    alert_names: dict[str, list[str]] = {}
+    for r in plan.rules.rules:
+        if r.alert and r.failure_mode and r.alert not in alert_names.setdefault(r.failure_mode, []):
+            alert_names[r.failure_mode].append(r.alert)
+    by_name = {s.name: s for s in plan.scenarios}
+    failed = []
+    for path, (rc, output) in zip(files, results):
+        if rc == 0:
+            continue
+        scenario = by_name[path.stem]
+        failed.append(scenario.name)
+        click.echo(f"FAIL {scenario.path} (scenario {scenario.name}, test tests/promtool/{scenario.name}.yaml):")
+        for line in explain_failures(scenario, output, alert_names):
+            click.echo(f"  - {line}")
+    if failed:
+        click.echo("`rulesgen replay SCENARIO` shows what fired and when. promtool's output follows.\n")
+    return failed
 
 
 @click.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@click.option("--force", is_flag=True, help="Overwrite existing files, keeping each replaced one as NAME.bak (NAME.bak.N when taken).")
 def init(directory, force):
     """Scaffold a GitOps repository in DIRECTORY: rulesgen.yaml, Makefile, CI workflow, example scenario."""
     from ..catalog import bundled_catalog_dir, load_catalog
@@ -149,7 +231,7 @@ def init(directory, force):
     for note in notes:
         click.echo(f"note: {note}")
     where = "" if directory == "." else f"cd {directory}, "
-    click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock too); CI runs `make check`, "
+    click.echo(f"\nnext: {where}run `make render` and commit everything (rulesgen.lock and rulesgen.manifest too); CI runs `make check`, "
                "lint and the engines.\nThen, in this order:")
     for i, step in enumerate(next_steps(load_catalog(bundled_catalog_dir())), 1):
         click.echo(f"  {i}. {step}")
@@ -194,6 +276,10 @@ def lint(files, catalog, config, contract, fmt):
     except RulesgenError as exc:
         fail(exc)
     from ..promql.tiers import partition_labels
+    if not paths:
+        raise click.UsageError(f"nothing to lint here ({Path.cwd()}): alerts/prometheus/*.yaml, alerts/sharded/*/*.yaml "
+                               "and dashboards/*.json match nothing; run `rulesgen render` first, or name the "
+                               "files: rulesgen lint FILE...")
     findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
                           max_rules=settings.max_rules_per_group, partition=partition_labels(settings),
                           cluster_label=settings.cluster_label, identity=identity, series=series)

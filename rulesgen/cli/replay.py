@@ -39,12 +39,19 @@ def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names, fmt):
     from ..load.scenarios import load_scenarios
     if plot_path and len(files) != 1:
         raise click.UsageError("--plot takes exactly one scenario file")
+    if plot_path:
+        from ..engines.plot import PlotUnavailable, pyplot
+        try:
+            pyplot()  # before the replay, not after it
+        except PlotUnavailable as exc:
+            error(str(exc))
+            sys.exit(1)
     plan = plan_or_fail(catalog, config, None)
     try:
         scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes],
                                    known_metrics={n for m in plan.catalog.metrics for n in m.names},
                                    job_metrics=plan.settings.job_metrics.names)
-        scenarios = arts.for_settings(scenarios, plan.settings)
+        scenarios = arts.for_settings(scenarios, plan.settings, plan.resolved)
         dialects = [parse_dialect(d) for d in dialect_names]
     except RulesgenError as exc:
         fail(exc)

@@ -134,15 +134,23 @@ def plot_data(scenario: Scenario, rule_paths: list[Path], catalog: Catalog, host
                     tuple(tuple(sorted(g.items())) for g in gpus))
 
 
-def draw(data: PlotData, out: Path, host_label: str = "Hostname") -> None:
-    """An alert timeline (one bar per alert series: pending light, firing dark), then one panel per
-    metric (hours on x) with the expected failure modes' alerts shaded the same way."""
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend; PlotUnavailable without matplotlib (`replay
+    --plot` asks first, before a replay that would be wasted)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise PlotUnavailable("--plot needs matplotlib: pip install 'dcgm-rulesgen[plot]'") from exc
+        raise PlotUnavailable("--plot needs matplotlib, which is not installed: pip install 'dcgm-rulesgen[plot]' "
+                              "(or replay without --plot)") from exc
+    return plt
+
+
+def draw(data: PlotData, out: Path, host_label: str = "Hostname") -> None:
+    """An alert timeline (one bar per alert series: pending light, firing dark), then one panel per
+    metric (hours on x) with the expected failure modes' alerts shaded the same way."""
+    plt = pyplot()
     metrics = data.metrics
     fig, axes = plt.subplots(len(metrics) + 1, 1, figsize=(11, 2.2 + 1.9 * len(metrics)), sharex=True, squeeze=False,
                              gridspec_kw={"height_ratios": [1.2] + [2] * len(metrics)})

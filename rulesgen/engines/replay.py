@@ -10,13 +10,16 @@ from pathlib import Path
 import yaml
 
 from .. import processes
-from ..builders.promtool_tests import continuity_tests, document, listing_test, per_mode_test, timing_test
+from ..builders.promtool_tests import (
+    CONTINUOUS, FIRST_FIRING, continuity_tests, document, expr_tests, listing_test, per_mode_test, timing_test)
+from ..durations import format_duration
 from ..load.scenarios import Scenario
 from ..promql.text import label_set
 from ..render.yamltext import dump
 from .tools import find_tool
 
 _GOT = re.compile(r"^\s*got:\s*(.*)$")
+_EXPR = re.compile(r'^\s*expr: ("(?:[^"\\]|\\.)*"), time: ([^,\s]+),?\s*$')
 _SERIES = re.compile(r'\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
 
 
@@ -199,3 +202,64 @@ def format_outcome(o: Outcome, host_label: str = "Hostname") -> str:
         lines.append("  (nothing fired)")
     lines += [f"  MISSING: {m}" for m in o.missing]
     return "\n".join(lines)
+
+
+# ---- `rulesgen test`: promtool's failures in rulesgen's words ---------------------------------------------
+
+def failed_queries(output: str) -> list[tuple[str, str, str]]:
+    """(expr, eval time, what promtool got) of each failed promql_expr_test in promtool's output."""
+    import json
+    out, current = [], None
+    for line in output.splitlines():
+        m = _EXPR.match(line)
+        if m:
+            try:
+                current = (json.loads(m.group(1)), m.group(2))
+            except ValueError:  # a Go escape JSON does not know: not attributable
+                current = None
+            continue
+        got = _GOT.match(line)
+        if got and current is not None:
+            out.append((*current, got.group(1).strip()))
+            current = None
+    return out
+
+
+def _alert(e, alert_names: dict[str, list[str]]) -> str:
+    names = " or ".join(alert_names.get(e.failure_mode, [])) or "an alert"
+    labels = ", ".join(f'{k}="{v}"' for k, v in e.labels)
+    return f"{names}{{{labels}}} (failure mode {e.failure_mode})"
+
+
+def _normal(expr: str) -> str:
+    return " ".join(expr.split())
+
+
+def explain_failures(scenario: Scenario, output: str, alert_names: dict[str, list[str]]) -> list[str]:
+    """What failed in a scenario's promtool test, one line per failed query: the expectation (alert name,
+    labels, window) or the alerts that fired unexpected; promtool's own output says it only as PromQL."""
+    meaning = {_normal(expr): (kind, e) for expr, kind, e in expr_tests(scenario)}
+    lines = []
+    for expr, at, got in failed_queries(output):
+        kind, e = meaning.get(_normal(expr), (None, None))
+        never = got == "nil"
+        if kind == FIRST_FIRING:
+            window = f"{format_duration(e.after) if e.after else '0s'} and {format_duration(e.after + e.within)}"
+            lines.append(f"expected {_alert(e, alert_names)} to first fire between {window} (evaluated at {at}): "
+                         + ("it never fired" if never else "it fired, but first outside that window"))
+        elif kind == CONTINUOUS:
+            lines.append(f"expected {_alert(e, alert_names)} to keep firing, as one label set, from "
+                         f"{format_duration(e.after + e.within)} to the end (evaluated at {at}): "
+                         + ("it never fired" if never else "it resolved in between, or fired under more than one label set"))
+        elif kind is not None:
+            fired = got_series(f"got: {got}")
+            shown = "; ".join(f"{f.get('alertname', '?')}{{"
+                              + ", ".join(f'{k}="{v}"' for k, v in sorted(f.items()) if k not in ("alertname", "alertstate"))
+                              + "}" for f in fired)
+            lines.append(f"alerts fired by {at} that the scenario neither expects nor allows (also_allowed): "
+                         + (shown or got))
+        else:
+            lines.append(f"a query rulesgen did not generate failed (evaluated at {at}): got {got}")
+    if not lines:
+        lines.append("promtool failed without a failed query (a rule file or the test did not load): see its output")
+    return lines

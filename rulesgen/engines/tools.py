@@ -28,7 +28,9 @@ def env_var(name: str) -> str:
 
 
 def _tools_dirs() -> list[Path]:
-    return [Path.cwd() / ".tools", Path(__file__).resolve().parent.parent / ".tools"]
+    """./.tools, then the .tools of the checkout this module runs from (an editable install: rulesgen/engines/
+    -> the repository root), so the repository's engines are found from any folder."""
+    return [Path.cwd() / ".tools", Path(__file__).resolve().parents[2] / ".tools"]
 
 
 def find_tool(name: str) -> str:

@@ -2,6 +2,7 @@
 a VictoriaMetrics server and write the results back with remote write (`rulesgen backfill`)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .. import processes
@@ -41,6 +42,36 @@ def run_vmalert(url: str, rule_file: Path, start: int, end: int, interval: int,
     problems = [line for line in output.splitlines()
                 if "\terror\t" in line or "\tfatal\t" in line or "\tpanic\t" in line]
     if proc.returncode != 0 or problems:
-        raise VictoriaMetricsError(f"vmalert replay of {rule_file.name} failed (exit {proc.returncode}):\n"
-                                   + "\n".join(problems[:20] or output.splitlines()[-40:]))
+        unreachable = any(m in output for m in ("connection refused", "no such host", "i/o timeout", "dial tcp"))
+        hint = f"vmalert could not reach {url}: is --url right, and the server up?\n" if unreachable else ""
+        raise VictoriaMetricsError(f"vmalert replay of {rule_file.name} failed (exit {proc.returncode}): {hint}"
+                                   + "\n".join(summarise(problems or output.splitlines()[-40:])))
     return output
+
+
+_QUERY = re.compile(r"(https?://[^\s\"?]+)\?([^\s\"]*)")  # a query URL and its URL-encoded PromQL (kilobytes)
+
+
+def _short_url(m: re.Match) -> str:
+    """The URL with its range and step, without the query itself."""
+    kept = [p for p in m.group(2).split("&") if not p.startswith(("query=", "nocache="))]
+    return f"{m.group(1)}?{'&'.join(kept)}&query=..." if kept else f"{m.group(1)}?query=..."
+_LOG_PREFIX = re.compile(r"^\S+\t(error|fatal|panic|warn|info)\t\S+\t")  # time, level, source file of vmalert's log
+
+
+def summarise(lines: list[str], limit: int = 6, width: int = 400) -> list[str]:
+    """vmalert's error lines, short: each query URL without its query string, the time and source file dropped,
+    retries of one error said once, each line cut at `width` characters and at most `limit` lines."""
+    out: dict[str, int] = {}
+    for line in lines:
+        line = _LOG_PREFIX.sub(r"\1: ", _QUERY.sub(_short_url, line))
+        key = re.sub(r"attempt \d+", "attempt N", line)
+        if key in out:
+            out[key] += 1
+            continue
+        out[key] = 1
+    shown = []
+    for line, times in out.items():
+        line = line if len(line) <= width else line[:width] + f"... ({len(line) - width} more characters)"
+        shown.append(line.replace("attempt N", f"{times} attempts" if times > 1 else "attempt 1"))
+    return shown[:limit] + ([f"... and {len(shown) - limit} more lines"] if len(shown) > limit else [])

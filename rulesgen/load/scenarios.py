@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import Collector, Diagnostic, RulesgenError
@@ -59,6 +59,7 @@ class Expectation:
     after: int
     within: int
     continuous: bool = False  # firing at every step from after + within to the end, as one label set
+    at: tuple[int, int] = field(default=(1, 1), compare=False)  # line, column of its failure_mode in the file
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,8 @@ def _load_scenario(path: Path, failure_modes: list[str], known_metrics: set[str]
             errors.add(ef.at("continuous"), "bad-value", f"expect.continuous: after + within ({after + within}s) must be "
                        f"before the end of the replay ({duration}s)")
         if fm is not None:
-            expect.append(Expectation(fm, pairs, after or 0, within or 0, bool(continuous)))
+            at = ef.at("failure_mode")
+            expect.append(Expectation(fm, pairs, after or 0, within or 0, bool(continuous), (at.line, at.col)))
         ef.done()
     follows = bool(f.bool("follows_settings", default=False))
     also = f.str_list("also_allowed")

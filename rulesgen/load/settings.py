@@ -165,6 +165,40 @@ def _extra_labels(top: Fields, errors: Collector, kwargs: dict) -> tuple[tuple[s
     return tuple(out)
 
 
+_ROLES = (("cluster", "cluster_label"), ("host", "host_label"), ("namespace", "namespace_label"), ("pod", "pod_label"))
+# Labels of a GPU's identity that no role may take: every rule reads them as they are.
+_FIXED_LABELS = ("gpu", "UUID", "modelName")
+
+
+def _distinct_roles(labels: Fields, errors: Collector, kwargs: dict) -> None:
+    """Each label role its own label: two roles on one label (pod = namespace) would group by it twice
+    (`group_left (x, x)`) and join a GPU's workload onto its identity; a role on gpu, UUID or modelName
+    would overwrite the GPU's identity. An error at the later role's line (the set one, not a default)."""
+    seen: dict[str, str] = {}
+    for key, attr in _ROLES:
+        value = kwargs.get(attr, getattr(Settings, attr))
+        given = labels.has(key)
+        if value in _FIXED_LABELS and given:
+            errors.add(labels.at(key), "bad-value",
+                       f"labels.{key}: {value!r} is a label of the GPU's identity every rule reads as it is "
+                       f"({', '.join(_FIXED_LABELS)}): choose the label your series carry for the {key}")
+        elif value in seen and (given or labels.has(seen[value])):
+            other = seen[value]
+            here, there = (key, other) if given else (other, key)
+            errors.add(labels.at(here), "bad-value",
+                       f"labels.{here}: {value!r} is also labels.{there}"
+                       + ("" if labels.has(there) else " (its default)")
+                       + f": each role needs a label of its own (the rules would group and join by {value} twice, "
+                         f"e.g. `group_left ({value}, {value})`, and take the {here} for the {there})")
+        seen.setdefault(value, key)
+    roles = {kwargs.get(attr, getattr(Settings, attr)): key for key, attr in _ROLES if key != "host"}
+    for i, name in enumerate(kwargs.get("host_sources", ())):
+        if name in roles:
+            errors.add(labels.at("host_sources"), "bad-value",
+                       f"labels.host_sources[{i}]: {name!r} is labels.{roles[name]}: it would be copied into the host "
+                       "label")
+
+
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
@@ -199,6 +233,7 @@ def load_settings(path: Path | None) -> Settings:
             errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {problem}")
     if labels.has("host_sources"):
         kwargs["host_sources"] = tuple(sources)
+    _distinct_roles(labels, errors, kwargs)
     labels.done()
     regex = top.str("workload_regex")
     if regex is not None:

@@ -81,6 +81,20 @@ def parse_dashboards(fields: Fields, errors: Collector) -> DashboardSettings:
         value = fields.str(key, pattern=pattern)
         if value is not None:
             kwargs[attr] = value
+    if _is_number(fields.node.get("price_per_gpu_hour")):  # `price_per_gpu_hour: 3`: the price of every model
+        value = fields.num("price_per_gpu_hour", minimum=0)
+        if value is not None:
+            kwargs["price_default"] = float(value)
+        fields.done()
+        return DashboardSettings(**kwargs)
+    raw = fields.node.get("price_per_gpu_hour")
+    if raw is not None and not isinstance(raw, dict):
+        fields.seen.add("price_per_gpu_hour")
+        errors.add(fields.at("price_per_gpu_hour"), "bad-type",
+                   "dashboards.price_per_gpu_hour must be a number (per GPU-hour, every model) or a mapping "
+                   f"(default, models), got {raw!r}")
+        fields.done()
+        return DashboardSettings(**kwargs)
     price = Fields(fields.mapping("price_per_gpu_hour"), errors, "dashboards.price_per_gpu_hour")
     default = price.num("default", minimum=0)
     if default is not None:
@@ -101,6 +115,10 @@ def parse_dashboards(fields: Fields, errors: Collector) -> DashboardSettings:
     price.done()
     fields.done()
     return DashboardSettings(**kwargs, prices=tuple(prices))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def parse_baselines(fields: Fields, errors: Collector) -> BaselineSettings:

@@ -48,9 +48,11 @@ def test_render_writes_every_file_and_says_promql_was_not_checked_by_promtool(ca
     result = run(outputs.render, "--catalog", catalog, "--defaults", "--out", "out")
     assert result.exit_code == 0, result.stderr
     assert "note: promtool not found, PromQL checked by promql-parser only" in result.stderr
-    written = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    written = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*") if p.is_file()
+                     and p.name != lock.LOCK)
     assert result.stdout.splitlines()[0] == f"rendered {len(written)} files ({len(written)} changed) into out"
-    assert result.stdout.splitlines()[1:] == [f"  {p}" for p in written]
+    assert result.stdout.splitlines()[1:-1] == [f"  {p}" for p in written]
+    assert result.stdout.splitlines()[-1] == f"wrote {lock.LOCK} (pins {'=='.join(lock.installed())}): commit it with the outputs"
     [alert] = [r for g in yaml.safe_load((tmp_path / "out/alerts/prometheus/health.yaml").read_text())["groups"]
                for r in g["rules"] if "alert" in r]
     [cmp] = comparisons(alert["expr"])
@@ -59,11 +61,11 @@ def test_render_writes_every_file_and_says_promql_was_not_checked_by_promtool(ca
 
 def test_check_after_render_then_after_an_edit(catalog, tmp_path):
     assert run(outputs.render, "--catalog", catalog, "--defaults", "--out", "out").exit_code == 0
-    ok = run(outputs.check, "--catalog", catalog, "--out", "out")
+    ok = run(outputs.check, "--catalog", catalog, "--defaults", "--out", "out")
     assert ok.exit_code == 0 and ok.stdout.endswith(" generated files are up to date\n")
     runbook = tmp_path / "out/runbooks/hot-gpu.md"
     runbook.write_text(runbook.read_text() + "edited\n")
-    stale = run(outputs.check, "--catalog", catalog, "--out", "out", "--format", "json")
+    stale = run(outputs.check, "--catalog", catalog, "--defaults", "--out", "out", "--format", "json")
     doc = json.loads(stale.stdout)
     assert stale.exit_code == 1 and doc["up_to_date"] is False and doc["lock_mismatch"] is None
     assert doc["changes"] == [{"path": "runbooks/hot-gpu.md", "state": "differs"}]
@@ -76,7 +78,7 @@ def test_a_lock_for_another_version_fails_check_and_render_updates_it(catalog, t
     (tmp_path / "out" / lock.LOCK).write_text(lock.text(lock.DISTRIBUTION, "0.0.1"))
     name, version = lock.installed()
     assert outputs.lock_mismatch(tmp_path / "out").startswith(f"rulesgen.lock pins {lock.DISTRIBUTION}==0.0.1 but {name}=={version}")
-    failed = run(outputs.check, "--catalog", catalog, "--out", "out")
+    failed = run(outputs.check, "--catalog", catalog, "--defaults", "--out", "out")
     assert failed.exit_code == 1 and "rulesgen.lock pins" in failed.stderr
     updated = run(outputs.render, "--catalog", catalog, "--defaults", "--out", "out")
     assert "warning: rulesgen.lock pinned dcgm-rulesgen==0.0.1" in updated.stderr
@@ -97,6 +99,9 @@ def test_test_runs_the_scenario_tests_from_a_scratch_folder_when_they_are_not_ou
     (tmp_path / "scenarios" / "hot-gpu-one.yaml").write_text(broken)
     failed = run(outputs.test, "--catalog", str(minimal_catalog), "--scenarios", "scenarios", "--out", "out")
     assert failed.exit_code == 1 and "FAILED" in failed.stdout and "got: nil" in failed.stdout
+    # rulesgen's words first (tests/test_day_two.py holds them without an engine), promtool's below
+    assert failed.stdout.startswith("FAIL scenarios/hot-gpu-one.yaml (scenario hot-gpu-one, "), failed.stdout
+    assert "(failure mode hot_gpu)" in failed.stdout and failed.stdout.index("it never fired") < failed.stdout.index("FAILED")
     assert not (tmp_path / "out").exists()
 
 
