@@ -10,7 +10,9 @@ from conftest import ROOT
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir
 
-DASHBOARD_IDS = ("gpu-fleet-overview", "gpu-health", "gpu-performance", "gpu-baselines", "gpu-jobs")
+DASHBOARD_IDS = ("gpu-executive", "gpu-on-call", "gpu-fleet-overview", "gpu-health", "gpu-performance", "gpu-baselines",
+                 "gpu-jobs")
+AUDIENCE_IDS = ("gpu-executive", "gpu-on-call")  # chapters only, no failure-mode rows
 
 
 @functools.lru_cache(maxsize=1)

@@ -284,7 +284,7 @@ def test_lint_asks_the_configured_cluster_label_and_the_catalogs_scopes(tmp_path
 def test_committed_dashboards_lint_clean():
     """The rendered dashboards, judged together (`rulesgen lint` does by default): no finding."""
     dashboards = sorted((ROOT / "dashboards").glob("*.json"))
-    assert len(dashboards) == 5
+    assert len(dashboards) == 7
     assert lint_files(dashboards) == []
 
 

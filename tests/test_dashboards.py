@@ -18,7 +18,9 @@ import yaml
 from jsonschema import Draft7Validator
 
 from conftest import ROOT
-from rulesgen.model import conventions
+from dashboard_views import DASHBOARD_IDS
+from rulesgen.builders.dashboards.chapters import SEPARATOR, group_audience
+from rulesgen.model import conventions, kube_state
 from rulesgen.artifacts import plan, write_all
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.promql import tree as promql_tree
@@ -26,7 +28,6 @@ from rulesgen.promql import tree as promql_tree
 SCHEMA = json.loads((ROOT / "tests/schemas/grafana-dashboard.schema.json").read_text())
 Draft7Validator.check_schema(SCHEMA)
 VALIDATOR = Draft7Validator(SCHEMA)
-DASHBOARD_IDS = ("gpu-fleet-overview", "gpu-health", "gpu-performance", "gpu-baselines", "gpu-jobs")
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Grafana's variables, as a value each: durations for ranges, names for label values.
 GRAFANA_VARIABLES = (("$__rate_interval", "5m"), ("$__interval", "1m"), ("$__range_s", "3600"), ("$__range", "1h"))
@@ -47,7 +48,8 @@ def dashboards(bundled):
 @pytest.fixture(scope="module")
 def known_series(bundled):
     return ({r.record for r in bundled.rules.rules if r.record} | {n for m in bundled.catalog.metrics for n in m.names}
-            | {"ALERTS", "ALERTS_FOR_STATE", "up"})  # the series the engines write themselves
+            | {"ALERTS", "ALERTS_FOR_STATE", "up"}  # the series the engines write themselves
+            | set(kube_state.SERIES))  # kube-state-metrics' pods and Jobs (the audience dashboards)
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +173,7 @@ def panel_by_id(dashboard, panel_id):
 # the dashboards
 # ---------------------------------------------------------------------------------------------
 
-def test_five_dashboards_with_stable_uids_and_a_provider(bundled, dashboards):
+def test_every_dashboard_has_a_stable_uid_and_a_provider(bundled, dashboards):
     assert sorted(dashboards) == sorted(f"dashboards/{d}.json" for d in DASHBOARD_IDS)
     for dashboard_id in DASHBOARD_IDS:
         d = dashboards[f"dashboards/{dashboard_id}.json"]
@@ -316,7 +318,8 @@ def test_every_alert_dashboard_url_opens_an_existing_failure_mode_panel(bundled,
 def test_rows_are_the_catalog_failure_modes_in_order(bundled, dashboards, group, dashboard_id):
     d = dashboards[f"dashboards/{dashboard_id}.json"]
     rows = [p["title"] for p in d["panels"] if p["type"] == "row" and p["id"] >= 100]
-    assert rows == [fm.title for fm in bundled.catalog.failure_modes if fm.group == group]
+    assert rows == [f"{fm.title}{SEPARATOR}{group_audience(group)}" for fm in bundled.catalog.failure_modes
+                    if fm.group == group]
 
 
 def test_failure_mode_panels_show_their_alerts_thresholds_and_runbook(bundled, dashboards):
@@ -351,7 +354,7 @@ def test_threshold_overrides_from_the_config_reach_the_panels(tmp_path):
 
 def test_adding_a_failure_mode_adds_its_row(minimal_catalog):
     d = json.loads(next(a.text for a in plan(minimal_catalog, None, None).artifacts if a.path == "dashboards/gpu-health.json"))
-    assert [p["title"] for p in d["panels"] if p["type"] == "row"] == ["Overview", "Hot GPU"]
+    assert [p["title"].split(SEPARATOR)[0] for p in d["panels"] if p["type"] == "row"] == ["Overview", "Hot GPU"]
     main = panel_by_id(d, conventions.failure_mode_panel_id(0))
     assert main["title"].startswith("Hot GPU") and main["fieldConfig"]["defaults"]["unit"] == "celsius"
     assert main["fieldConfig"]["defaults"]["thresholds"]["steps"][1] == {"color": "orange", "value": 85}

@@ -176,9 +176,10 @@ def test_cli_pushes_the_rendered_dashboards_and_never_prints_the_token(grafana):
     second = run_cli("push", "--grafana-url", grafana.url, "--insecure-http", "--folder", "GPU fleet", env=env)
     assert second.returncode == 0, second.stderr
     assert sorted(d["title"] for d in grafana.dashboards.values()) == [
-        "GPU Baselines", "GPU Fleet Overview", "GPU Health", "GPU Jobs", "GPU Performance"]
+        "GPU Baselines", "GPU Executive Overview", "GPU Fleet Overview", "GPU Health", "GPU Jobs", "GPU On-call",
+        "GPU Performance"]
     assert {d["version"] for d in grafana.dashboards.values()} == {2}
-    assert "pushed 5 dashboards into folder 'GPU fleet'" in second.stdout
+    assert "pushed 7 dashboards into folder 'GPU fleet'" in second.stdout
     failed = run_cli("push", "--grafana-url", f"http://127.0.0.1:{free_port()}", "--insecure-http", env=env)
     assert failed.returncode == 1 and "cannot connect" in failed.stderr
     for result in (first, second, failed):

@@ -1,6 +1,7 @@
 """After build: every series a rule or a dashboard query reads is produced -- recorded by the rule set, a
-catalog metric (under any of its names), a training-job metric of the settings' contract, or written by
-Prometheus itself (ALERTS, up). For any catalog: a rename that leaves a reader behind fails here, naming
+catalog metric (under any of its names), a training-job metric of the settings' contract, written by
+Prometheus itself (ALERTS, up), or exported by kube-state-metrics (model/kube_state.py: the audience
+dashboards' pods and Jobs). For any catalog: a rename that leaves a reader behind fails here, naming
 the rule (at its catalog position, or its rule file) or the dashboard panel."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..errors import Collector, Where
 from ..load.jobmetrics import HISTOGRAM_SUFFIXES, INPUTS
 from ..load.mapping import did_you_mean
 from ..load.settings import Settings
+from ..model import kube_state
 from ..model.catalog import Catalog
 from ..model.output import DashboardFile, RuleSet
 from ..promql import tree as promql_tree
@@ -27,7 +29,7 @@ LABEL_VALUES = re.compile(r"^label_values\((.*),\s*[A-Za-z_][A-Za-z0-9_]*\)$", r
 def produced(catalog: Catalog, settings: Settings, rules: RuleSet) -> set[str]:
     jobs = [settings.job_metrics.metric_of(k) for k in INPUTS]
     return ({r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names}
-            | set(ENGINE_SERIES) | set(jobs) | {j + s for j in jobs for s in HISTOGRAM_SUFFIXES})
+            | set(ENGINE_SERIES) | set(kube_state.SERIES) | set(jobs) | {j + s for j in jobs for s in HISTOGRAM_SUFFIXES})
 
 
 def unread(expr: str, known: set[str]) -> list[str]:

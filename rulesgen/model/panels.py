@@ -47,6 +47,21 @@ TEXTS = {
     "fleet.utilisation": ("mode", "runbook_do"),
     "fleet.gpu_hours": ("idle_util", "mode", "threshold"),
     "fleet.cost": ("idle_util", "price_default", "model_prices", "runbook_do"),
+    "executive.gpus_reporting": (),
+    "executive.gpu_util_gauge": (),
+    "executive.sm_active_gauge": (),
+    "executive.tensor_active_gauge": (),
+    "executive.cost_by_namespace": ("price_default", "model_prices"),
+    "executive.cost_by_job": ("price_default", "model_prices"),
+    "executive.job_success": ("resource",),
+    "executive.jobs_finished": ("resource",),
+    "executive.inventory": ("driver_labels",),
+    "on_call.nodes": (),
+    "on_call.exporters": ("mode", "runbook_do"),
+    "on_call.gpus_lost": ("mode", "runbook_do"),
+    "on_call.pending_gpu_pods": ("resource",),
+    "on_call.failing_jobs": ("resource",),
+    "on_call.alerting_jobs": (),
     "jobs.pods_gpus": (),
     "jobs.rank_clock_spread": ("signal", "straggler_below", "runbook_do"),
     "jobs.rank_sm_spread": (),
@@ -67,7 +82,11 @@ TEXTS = {
     "rows.step_time_straggler": ("record", "straggler_above", "runbook_do"),
     "rows.step_time_straggler.spread": ("record", "spread_above", "runbook_do"),
 }
-ALWAYS_TEXTS = ("alerts.firing", "alerts.firing_table", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts")
+ALWAYS_TEXTS = ("alerts.firing", "alerts.firing_table", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts",
+                "executive.gpus_reporting", "executive.gpu_util_gauge", "executive.sm_active_gauge",
+                "executive.tensor_active_gauge", "executive.cost_by_namespace", "executive.cost_by_job",
+                "executive.job_success", "executive.jobs_finished", "executive.inventory", "on_call.nodes",
+                "on_call.pending_gpu_pods", "on_call.failing_jobs", "on_call.alerting_jobs")
 TEXT_KEYS = ("shows", "normal", "do")
 TITLE_KEY = "title"  # optional beside TEXT_KEYS: the panel's title (of a row's panel, the part after the mode's title)
 
@@ -81,6 +100,10 @@ PANELS = {
                                   records=("util_per_gpu",)),
     "fleet.cost": PanelSpec(PANEL, "GPU Fleet Overview: estimated cost and waste", ("idle_util",),
                               records=("util_per_gpu",)),
+    "on_call.exporters": PanelSpec(PANEL, "GPU On-call: dcgm-exporter targets up and down, nodes with the alert",
+                                   records=("exporter_targets",)),
+    "on_call.gpus_lost": PanelSpec(PANEL, "GPU On-call: GPUs lost (the alert) and GPUs missing against a day ago",
+                                   records=("fleet_gpus",)),
     "jobs.pods_gpus": PanelSpec(PANEL, "GPU Jobs: table of the selected pods' GPUs", records=("util_per_gpu",)),
     "jobs.rank_clock_spread": PanelSpec(PANEL, "GPU Jobs: SM clock of each rank against its job's median",
                                         ("straggler_below",), records=("sm_clock_vs_job",)),

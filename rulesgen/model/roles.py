@@ -42,6 +42,12 @@ ROLES = {
     "sm_active_per_gpu": RoleSpec(RECORD, "SM active per GPU: the spread across a job's ranks", ("gpu:dcgm_sm_active:ratio",)),
     "fleet_sm_active": RoleSpec(RECORD, "SM active per cluster and model", ("fleet:dcgm_sm_active:avg",)),
     "fleet_gpu_util": RoleSpec(RECORD, "GPU_UTIL per cluster and model", ("fleet:dcgm_gpu_util:avg",)),
+    "tensor_active_per_gpu": RoleSpec(RECORD, "tensor pipe active per GPU: the executive dashboard's honest "
+                                      "utilisation", ("gpu:dcgm_tensor_active:ratio",)),
+    "node_gpus": RoleSpec(RECORD, "GPUs reporting per node: the on-call dashboard's nodes by health",
+                          ("node:dcgm_gpus:count",)),
+    "exporter_targets": RoleSpec(RECORD, "dcgm-exporter scrape targets per cluster: the on-call dashboard's exporters",
+                                 ("fleet:dcgm_exporter_targets:count",)),
     "sm_clock_vs_job": RoleSpec(RECORD, "a GPU's SM clock over its job's median", ("gpu:dcgm_sm_clock_vs_job:ratio",)),
     "job_gpu_panels": RoleSpec(RECORD, "the GPU Jobs dashboard's per-GPU panels, in order", (
         "gpu:dcgm_sm_active:ratio", "gpu:dcgm_tensor_active:ratio", "gpu:dcgm_gpu_util:ratio", "gpu:dcgm_sm_clock:max",
@@ -69,6 +75,10 @@ ROLES = {
     "clock_count": RoleSpec(METRIC, "the windowed clock-event count of the clock-count dialect",
                             ("DCGM_EXP_CLOCK_EVENTS_COUNT",)),
     "clock_total": RoleSpec(METRIC, "the clock-event counter of the clock-total dialect", ("DCGM_EXP_CLOCK_EVENTS_TOTAL",)),
+    "driver_version": RoleSpec(METRIC, "the driver version label field: the executive dashboard's inventory (its "
+                               "names are the label's names)", ("DCGM_FI_DRIVER_VERSION",)),
+    "inventory": RoleSpec(METRIC, "one series per GPU that carries the label fields: the executive dashboard's "
+                          "inventory counts it", ("DCGM_FI_DEV_GPU_TEMP",)),
     "label_fields": RoleSpec(METRIC, "label-type fields the generated dcgm-exporter counters file enables",
                              ("DCGM_FI_DRIVER_VERSION",), many=True),
 }

@@ -11,6 +11,10 @@ the catalog's runbook path (conventions.runbook_url), its slug made from the fai
 (one underscore to a hyphen per pass, as many passes as the catalog's ids have underscores). The severity order
 is a `priority` label (1 for the first of model.catalog.SEVERITIES), drawn as the severity's name.
 
+On the on-call dashboard (with_jobs) each row of a GPU that runs a pod also names the pod and its job (the
+`workload` record joined on the GPU's identity: hardware alerts carry the GPU only, README "Alert identity"),
+and links to that job's GPUs in GPU Jobs: the GPU's view, the runbook and the job one click from the row.
+
 Grafana cannot run here: the table is a Grafana table panel as Grafana's schema describes it (instant queries in
 table format, merged on their labels, organized, links as data links with ${__data.fields.X}); the tests check
 the shape, the slug of every failure mode and that every link target exists.
@@ -21,7 +25,8 @@ from grafanalib.core import Table, TableSortByField
 
 from ...model import conventions
 from ...model.catalog import SEVERITIES, FailureMode
-from .context import DATASOURCE, Context
+from ...promql import text as promql
+from .context import DATASOURCE, WORKLOAD_LABEL, Context
 from .links import view_url
 from .panels import SEVERITY_COLOR, target
 from .prose import panel_text, panel_title
@@ -54,8 +59,20 @@ def firing_expr(ctx: Context, modes: list[FailureMode]) -> str:
             f'  and ignoring (alertstate) ALERTS{{alertstate="firing"}}')
 
 
-def row_links(ctx: Context) -> list[dict]:
-    """A row's runbook, and its GPU's and node's view from LEAD_SECONDS before the alert became active."""
+def with_job(ctx: Context, expr: str) -> str:
+    """expr's rows of a GPU that runs a pod labelled with the pod, its namespace and its job (the workload record,
+    one series per GPU; the record's values replace an efficiency alert's own), the other rows as they are (`unless`:
+    an efficiency alert's row is not repeated without its job)."""
+    s = ctx.settings
+    job = promql.by((*s.workload_labels, WORKLOAD_LABEL))
+    pods = f'{ctx.named("workload")}{{{s.pod_label}!=""}}'
+    return (f"(\n  ({expr})\n    * on ({ctx.gpu_id}) group_left ({job}) {pods}\n"
+            f"  or (({expr}) unless on ({ctx.gpu_id}) {pods})\n)")
+
+
+def row_links(ctx: Context, with_jobs: bool = False) -> list[dict]:
+    """A row's runbook, its GPU's and node's view from LEAD_SECONDS before the alert became active, and with_jobs
+    its job's GPUs in GPU Jobs over the same time."""
     def field(label: str) -> str:
         return "${__data.fields.%s}" % label
 
@@ -64,20 +81,27 @@ def row_links(ctx: Context) -> list[dict]:
     runbook = conventions.runbook_page_url(ctx.settings.runbook_base_url, field("runbook"))
     gpu = {"cluster": field(ctx.settings.cluster_label), "host": field(host), "gpu": field("gpu")}
     node = {"cluster": field(ctx.settings.cluster_label), "host": field(host)}
+    job = {"cluster": field(ctx.settings.cluster_label), "namespace": field(ctx.settings.namespace_label),
+           "workload": field(WORKLOAD_LABEL)}
     return [
         {"title": f"Runbook: {field('failure_mode')}", "url": runbook, "targetBlank": True},
         {"title": f"GPU {field('gpu')} on {field(host)} since before the alert",
          "url": view_url(ctx, "gpu-health", gpu, time), "targetBlank": False},
         {"title": f"Node {field(host)} since before the alert", "url": view_url(ctx, "gpu-health", node, time),
          "targetBlank": False},
+        *([{"title": f"Job {field(ctx.settings.namespace_label)}/{field(WORKLOAD_LABEL)}: its GPUs",
+            "url": view_url(ctx, "gpu-jobs", job, time), "targetBlank": False}] if with_jobs else []),
     ]
 
 
-def firing_table(ctx: Context, modes: list[FailureMode]) -> Table:
-    """The firing alerts of modes now, one row each, most severe first (rows sorted by Severity)."""
-    expr = with_runbook_and_priority(firing_expr(ctx, modes), slug_passes(list(ctx.catalog.failure_modes)))
+def firing_table(ctx: Context, modes: list[FailureMode], with_jobs: bool = False) -> Table:
+    """The firing alerts of modes now, one row each, most severe first (rows sorted by Severity); with_jobs each
+    GPU's pod and job beside it (with_job), and a link to the job."""
+    firing = with_job(ctx, firing_expr(ctx, modes)) if with_jobs else firing_expr(ctx, modes)
+    expr = with_runbook_and_priority(firing, slug_passes(list(ctx.catalog.failure_modes)))
     s = ctx.settings
-    order = ["priority", "alertname", "failure_mode", s.cluster_label, s.host_label, "gpu", "UUID", "modelName",
+    jobs = [s.namespace_label, WORKLOAD_LABEL, s.pod_label] if with_jobs else []
+    order = ["priority", "alertname", "failure_mode", s.cluster_label, s.host_label, "gpu", *jobs, "UUID", "modelName",
              "Value #A"]
     severity_names = {str(rank): {"text": sev, "color": SEVERITY_COLOR[sev], "index": rank - 1}
                       for rank, sev in enumerate(SEVERITIES, start=1)}
@@ -105,4 +129,4 @@ def firing_table(ctx: Context, modes: list[FailureMode]) -> Table:
             {"matcher": {"id": "byName", "options": "runbook"}, "properties": hidden},
         ],
         sortBy=[TableSortByField(displayName=SEVERITY, desc=False)],
-        extraJson={"fieldConfig": {"defaults": {"links": row_links(ctx)}}})
+        extraJson={"fieldConfig": {"defaults": {"links": row_links(ctx, with_jobs)}}})

@@ -33,16 +33,16 @@ def _over_range(expr: str) -> str:
 def fleet_panels(ctx: Context) -> list[Panel]:
     """The Fleet row; a hand-made panel the catalog does not declare (catalog/dashboards.yaml) is left out."""
     return [
-        *_gpus_by_model(ctx),
-        *drawn(ctx, "fleet.health_state", _health_state),
-        *drawn(ctx, "fleet.utilisation", _utilisation),
-        *drawn(ctx, "fleet.gpu_hours", _gpu_hours),
-        *drawn(ctx, "fleet.cost", _cost),
+        *gpus_by_model(ctx),
+        *drawn(ctx, "fleet.health_state", health_state),
+        *drawn(ctx, "fleet.utilisation", utilisation),
+        *drawn(ctx, "fleet.gpu_hours", gpu_hours),
+        *drawn(ctx, "fleet.cost", cost),
         firing_alerts_panel(ctx, list(ctx.catalog.failure_modes)),
     ]
 
 
-def _gpus_by_model(ctx: Context) -> list[Panel]:
+def gpus_by_model(ctx: Context) -> list[Panel]:
     """GPUs reporting per model: drawn when the catalog records them (role fleet_gpus)."""
     gpus = ctx.catalog.named("fleet_gpus")
     if gpus is None:
@@ -54,7 +54,7 @@ def _gpus_by_model(ctx: Context) -> list[Panel]:
                  runbook_link(ctx, None))]
 
 
-def _health_state(ctx: Context, reads: Reads) -> Panel:
+def health_state(ctx: Context, reads: Reads) -> Panel:
     s = ctx.settings
     fleet = ctx.variables.matchers(("cluster", "modelName"))
     health_ids = "|".join(fm.id for fm in ctx.catalog.failure_modes if fm.group == "health") or "none"
@@ -74,7 +74,7 @@ def _health_state(ctx: Context, reads: Reads) -> Panel:
         "short", state, runbook_link(ctx, reads.fm))
 
 
-def _utilisation(ctx: Context, reads: Reads) -> Panel:
+def utilisation(ctx: Context, reads: Reads) -> Panel:
     fleet = ctx.variables.matchers(("cluster", "modelName"))
     return time_series(panel_title(ctx, "fleet.utilisation", "Fleet utilisation: SM active (GPU_UTIL dashed)"), panel_text(
         ctx, "fleet.utilisation", mode=reads.fm.id, runbook_do="; ".join(reads.fm.runbook.act)),
@@ -84,7 +84,7 @@ def _utilisation(ctx: Context, reads: Reads) -> Panel:
         runbook_link(ctx, reads.fm), dashed_refs=("B",))
 
 
-def _gpu_hours(ctx: Context, reads: Reads) -> Panel:
+def gpu_hours(ctx: Context, reads: Reads) -> Panel:
     idle_util = promql.format_number(reads.value("idle_util"))
 
     def util_hours(op: str) -> str:
@@ -96,7 +96,7 @@ def _gpu_hours(ctx: Context, reads: Reads) -> Panel:
                   target(util_hours("<="), "idle GPU-hours", "B", instant=True)], runbook_link(ctx, reads.fm))
 
 
-def _cost(ctx: Context, reads: Reads) -> Panel:
+def cost(ctx: Context, reads: Reads) -> Panel:
     s = ctx.settings
     by_model = promql.by((s.cluster_label, "modelName"))
     idle_util = reads.value("idle_util")

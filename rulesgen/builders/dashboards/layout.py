@@ -1,4 +1,5 @@
-"""Where panels go on Grafana's 24-column grid: a row header, then two panels per line."""
+"""Where panels go on Grafana's 24-column grid: a row header, then two panels per line (or per_line: the
+executive dashboard's three gauges)."""
 from __future__ import annotations
 
 import attr
@@ -7,15 +8,18 @@ from grafanalib.core import GridPos, Panel, RowPanel
 ROW_HEIGHT, PANEL_HEIGHT = 1, 8
 
 
-def lay_out(panels: list[Panel], first_id: int, y: int) -> tuple[list[Panel], int]:
-    """Two panels per line (an odd last one takes the full width); ids first_id, first_id + 1 ..."""
+def lay_out(panels: list[Panel], first_id: int, y: int, per_line: int = 2) -> tuple[list[Panel], int]:
+    """per_line panels per line, the last line's panels sharing its width (an odd last one of two takes the full
+    width); ids first_id, first_id + 1 ..."""
     out = []
+    lines = (len(panels) + per_line - 1) // per_line
     for k, p in enumerate(panels):
-        full = k == len(panels) - 1 and k % 2 == 0
+        line, place = divmod(k, per_line)
+        on_line = per_line if line < lines - 1 else len(panels) - line * per_line
+        width = 24 // on_line
         out.append(attr.evolve(p, id=first_id + k,
-                               gridPos=GridPos(h=PANEL_HEIGHT, w=24 if full else 12, x=0 if full or k % 2 == 0 else 12,
-                                               y=y + (k // 2) * PANEL_HEIGHT)))
-    return out, y + ((len(panels) + 1) // 2) * PANEL_HEIGHT
+                               gridPos=GridPos(h=PANEL_HEIGHT, w=width, x=place * width, y=y + line * PANEL_HEIGHT)))
+    return out, y + lines * PANEL_HEIGHT
 
 
 def row(title: str, panel_id: int, y: int, collapsed: bool = False, panels=()) -> RowPanel:
@@ -23,9 +27,9 @@ def row(title: str, panel_id: int, y: int, collapsed: bool = False, panels=()) -
                     panels=list(panels))
 
 
-def section(title: str, row_id: int, panels: list[Panel], y: int) -> tuple[list[Panel], int]:
+def section(title: str, row_id: int, panels: list[Panel], y: int, per_line: int = 2) -> tuple[list[Panel], int]:
     """A row with its panels below it, from height y; returns the panels and the height after them."""
-    laid, end = lay_out(panels, row_id + 1, y + ROW_HEIGHT)
+    laid, end = lay_out(panels, row_id + 1, y + ROW_HEIGHT, per_line)
     return [row(title, row_id, y), *laid], end
 
 

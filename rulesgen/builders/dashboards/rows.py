@@ -9,6 +9,7 @@ from ...model import conventions
 from ...model.catalog import FailureMode
 from ...model.panels import PANELS, ROW
 from .baselines import baseline_mode_panels
+from .chapters import chapter_title, group_audience
 from .context import DATASOURCE, SCOPE_KEYS, Context
 from .job_signals import ROWS, mode_panels
 from .layout import collapsed_section
@@ -48,7 +49,7 @@ def failure_mode_rows(ctx: Context, group: str, y: int) -> tuple[list[Panel], in
         panels = [with_view_links(ctx, p) for p in failure_mode_panels(ctx, fm)]
         if len(panels) >= 99:  # pragma: no cover - a row owns ids row_id .. row_id + 99
             raise ValueError(f"failure mode {fm.id} has too many panels")
-        laid, y = collapsed_section(fm.title, row_id, panels, y)
+        laid, y = collapsed_section(chapter_title(fm.title, group_audience(group)), row_id, panels, y)
         out += laid
     return out, y
 

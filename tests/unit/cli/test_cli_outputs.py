@@ -133,5 +133,5 @@ def test_push_hands_grafana_the_rendered_dashboards_and_the_folder(catalog, monk
                  env={"GRAFANA_TOKEN": "t0ken"})
     assert result.exit_code == 0, result.stderr
     assert calls == [("https://grafana.test", "t0ken", "GPU team", folder_uid("GPU team"), 10.0)]
-    assert result.stdout.splitlines()[-1] == "pushed 5 dashboards into folder 'GPU team' at https://grafana.test"
+    assert result.stdout.splitlines()[-1] == "pushed 7 dashboards into folder 'GPU team' at https://grafana.test"
     assert Path("dashboards").exists() is False  # nothing written
