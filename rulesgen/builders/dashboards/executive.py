@@ -91,7 +91,7 @@ def _gauge(ctx: Context, text_id: str, fallback: str, record: str) -> Stat:
     title, text = _text(ctx, text_id, fallback)
     panel = stat(title, text, "percentunit", [target(f"avg({ctx.gpu_series(record)})", "mean", instant=True)],
                  runbook_link(ctx, None))
-    return attr.evolve(panel, extraJson={
+    return attr.evolve(panel, noValue="No data", extraJson={
         "type": "gauge", "options": {"showThresholdMarkers": True, "showThresholdLabels": False},
         "fieldConfig": {"defaults": {"min": 0, "max": 1}}})
 
