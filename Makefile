@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # them after make test has passed).
 REPLAY ?= all
 
-.PHONY: render test test-live test-package test-sharding test-interrupts-all test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures mutants clean
+.PHONY: render test pictures test-live test-package test-sharding test-interrupts-all test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
 	$(BIN)/ruff check --quiet rulesgen tests scripts fixtures benchmarks
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
+
+# Pictures of the dashboards for docs/dashboards.md (scripts/dashboard_pictures.py: their layout drawn with matplotlib,
+# filled by one scenario replayed through promtool; a few minutes, not part of make check or make test).
+pictures: $(STAMP) tools
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python scripts/dashboard_pictures.py
 
 # An alert's whole trip through running servers (synthetic dcgm-exporter -> Prometheus 3.5, and
 # victoria-metrics + vmalert -> Alertmanager -> webhook): ~18 minutes, both engines at once; writes benchmarks/results/live-latency.md.
