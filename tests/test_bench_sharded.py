@@ -20,7 +20,7 @@ from sharded_plan import (alert_key, compare_alerts, extrapolate, hashmod, only_
                           share_of_interval, split_targets, worst_per_gpu)
 from sharded_report import Measured, excess_by_rule, ratios, report  # noqa: E402
 
-FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write.yaml"
+FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write-shard-0.yaml"
 
 def test_hashmod_is_prometheus_md5_arithmetic():
     import hashlib

@@ -11,12 +11,13 @@ from conftest import ROOT, replay_env, replay_fixture, selected
 from treeasserts import canonical, has, joins, reads
 from rulesgen.artifacts import MANIFEST, load_inputs, plan
 from rulesgen.builders.rules import build_rules
-from rulesgen.builders.sharded import REMOTE_WRITE, SHARD_PREFIX, build_sharded
+from rulesgen.builders.sharded import SHARD_PREFIX, build_sharded
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.checks import lint_files
 from rulesgen.model.output import Rule
 from rulesgen.promql import tree
 from rulesgen.promql.tree import names_read
+from rulesgen.render.shard_config import static_path
 from rulesgen.render.sharded import allowlist_regex
 from rulesgen.promql.tiers import GLOBAL, LOCAL, PARTIAL, Classifier, classify
 
@@ -303,13 +304,13 @@ def test_kube_objects_are_labelled_by_tier(sharded_render):
         if a.path.startswith("deploy/prometheus-operator-sharded/rulesgen-"):
             doc = yaml.safe_load(a.text)
             seen[doc["metadata"]["name"]] = doc["metadata"]["labels"]["rulesgen.io/tier"]
-    assert seen["rulesgen-shard-health"] == "local" and seen["rulesgen-global-fleet"] == "global"
+    assert seen["rulesgen-shard-health"] == "shard" and seen["rulesgen-global-fleet"] == "global"
 
 
 def test_remote_write_keeps_exactly_the_forwarded_names(sharded_render):
     import re
     _, sharded = sharded_render
-    doc = yaml.safe_load(next(a.text for a in sharded.artifacts if a.path == REMOTE_WRITE))
+    doc = yaml.safe_load(next(a.text for a in sharded.artifacts if a.path == static_path(0)))
     keep = doc["remote_write"][0]["write_relabel_configs"][0]
     assert keep["action"] == "keep" and keep["source_labels"] == ["__name__"]
     assert keep["regex"] == allowlist_regex(sharded.sharded.forwarded)
@@ -325,7 +326,7 @@ def test_remote_write_keeps_exactly_the_forwarded_names(sharded_render):
 
 def test_remote_write_fragment_is_a_valid_prometheus_config(promtool, tmp_path):
     path = tmp_path / "prometheus.yml"
-    path.write_text((ROOT / REMOTE_WRITE).read_text())
+    path.write_text((ROOT / static_path(0)).read_text())
     proc = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

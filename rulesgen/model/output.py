@@ -118,6 +118,16 @@ class KubeOutput:
 
 
 @dataclass(frozen=True)
+class ShardDeployment:
+    """How the shards are run (rulesgen.yaml `sharding:`): what each shard's configuration says."""
+    source: str = "static"  # static | prometheus-operator | vmagent: where each shard's label value comes from
+    write_url: str = "http://global-tsdb.example:8428/api/v1/write"  # the global store's remote-write endpoint
+    placeholder: bool = True  # write_url is the example host (sharding.write_url not set)
+    values: tuple[str, ...] = ("shard-0", "shard-1")  # the shard label's value on each shard, in shard order
+    evaluation_delay: int = 60  # s the global groups evaluate in the past (query_offset / eval_delay)
+
+
+@dataclass(frozen=True)
 class ShardedRules:
     shard_files: tuple[RuleFile, ...]
     global_files: tuple[RuleFile, ...]
@@ -128,6 +138,7 @@ class ShardedRules:
     # `alertname` or `failure_mode` (`="a"` or `=~"a|b"`): ((label, values), ...) with label alertname
     # or failure_mode; None: it reads ALERTS of any alert, or none.
     alerts_read: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    deployment: ShardDeployment = ShardDeployment()
 
 
 @dataclass(frozen=True)
