@@ -52,6 +52,11 @@ def test_the_guard_refuses_a_process_from_the_test_thread_only():
 def lint_text(tmp_path: Path, text: str, **kwargs) -> list[Diagnostic]:
     path = tmp_path / "rules.yaml"
     path.write_text(text)
+    beside = kwargs.pop("beside", {})
+    for name, other in beside.items():
+        (tmp_path / name).write_text(other)
+    if beside:
+        return lint_files([path, *(tmp_path / name for name in beside)], **kwargs)
     return lint_files([path], **kwargs)
 
 

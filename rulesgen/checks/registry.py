@@ -5,13 +5,13 @@ from __future__ import annotations
 from . import (
     alert_for, alert_identity, alerts_reader_mixed, contract_annotation, contract_label, dense_long_window,
     engine_field, fleet_per_pod, group_count, group_size, instant_slow_record, promql_syntax, rate_window,
-    raw_long_window, scope_identity, template_labels, tier_local, timestamp_skew, value_in_label, yaml_load)
+    raw_long_window, scope_identity, template_labels, tier_local, tier_mix, timestamp_skew, value_in_label, yaml_load)
 from .base import Check
 
 MODULES = (yaml_load, promql_syntax, rate_window, raw_long_window, dense_long_window, instant_slow_record, alert_for,
            value_in_label, contract_label, contract_annotation, fleet_per_pod, alert_identity, scope_identity,
            template_labels, group_size, group_count,
-           alerts_reader_mixed, engine_field, tier_local, timestamp_skew)
+           alerts_reader_mixed, engine_field, tier_local, tier_mix, timestamp_skew)
 
 
 def _declared(module) -> tuple[Check, ...]:

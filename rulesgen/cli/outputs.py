@@ -237,7 +237,7 @@ def init(directory, force):
 
 
 @click.command()
-@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(exists=True))
 @catalog_option
 @config_option
 @click.option("--contract", is_flag=True,
@@ -246,6 +246,9 @@ def init(directory, force):
 @format_option
 def lint(files, catalog, config, contract, fmt):
     """Offline checks of rule FILES (default alerts/prometheus/*.yaml and alerts/sharded/*/*.yaml), in the manner of pint.
+
+    A folder stands for its *.yaml and *.yml files: a deployment folder (rule files, PrometheusRule or VMRule
+    objects, a kustomization) fails tier-mix when it holds two tiers.
 
     A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
     rules (tier-local), judged with every file given (lint alerts/sharded/*/*.yaml).
@@ -264,7 +267,7 @@ def lint(files, catalog, config, contract, fmt):
     except RulesgenError as exc:
         fail(exc)
     from ..promql.tiers import partition_labels
-    paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
+    paths = [p for f in files for p in _expand(Path(f))] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
                                          + sorted(Path("alerts/sharded").glob("*/*.yaml")))
     if not paths:
         raise click.UsageError(f"no rule files to lint here ({Path.cwd()}): alerts/prometheus/*.yaml and "
@@ -282,6 +285,13 @@ def lint(files, catalog, config, contract, fmt):
             click.echo(styled(str(f)))
         click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
     sys.exit(1 if findings else 0)
+
+
+def _expand(path: Path) -> list[Path]:
+    """A folder's YAML files (lint DIR), else the file itself."""
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return [path]
 
 
 @click.command(name="push")

@@ -117,6 +117,11 @@ class KubeOutput:
     instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
 
 
+# The label of every rendered rule object (PrometheusRule, VMRule) naming its tier: single (topology: single),
+# shard (every shard's ruleSelector) or global (the global evaluator's); lint tier-mix reads it.
+TIER_LABEL = "rulesgen.io/tier"
+
+
 @dataclass(frozen=True)
 class ShardDeployment:
     """How the shards are run (rulesgen.yaml `sharding:`): what each shard's configuration says."""

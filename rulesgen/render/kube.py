@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from ..model.output import Artifact, KubeOutput, RuleFile
+from ..model.output import TIER_LABEL, Artifact, KubeOutput, RuleFile
 from .prometheus import groups_dict
-from .shard_config import TIER_LABEL
 from .yamltext import dump, header
 
 PROMETHEUS_RULE = ("monitoring.coreos.com/v1", "PrometheusRule", "deploy/prometheus-operator")

@@ -13,14 +13,13 @@ from __future__ import annotations
 import textwrap
 
 from ..durations import format_duration
-from ..model.output import Artifact, ShardedRules
+from ..model.output import TIER_LABEL, Artifact, ShardedRules
 from .yamltext import dump, header
 
 FOLDER = "alerts/sharded"
 OPERATOR_PATCH = f"{FOLDER}/prometheus-operator-patch.yaml"
 OPERATOR_SECRET = f"{FOLDER}/prometheus-operator-alert-relabel.yaml"
 SECRET_NAME, SECRET_KEY = "rulesgen-shard-alert-relabel", "alert-relabel.yaml"
-TIER_LABEL = "rulesgen.io/tier"  # on every rendered rule object: single | shard | global
 # The Operator's own external labels: one per pod (the replica) and one per Prometheus resource. Forwarded,
 # they would stay on the series the global rules read (`max without (shard)` drops only the shard label).
 OPERATOR_LABELS = "prometheus|prometheus_replica"
