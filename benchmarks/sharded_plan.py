@@ -1,12 +1,17 @@
 """The pure parts of benchmarks/sharded.py (no server, tested in tests/test_bench_sharded.py): the hashmod
-split of the node targets, the servers' configurations, the alert comparison, the extrapolation to a
-larger fleet and its arithmetic."""
+split of the node targets, the rulesgen.yaml the bench renders with (its `sharding:` section naming the
+bench's global store and shards), the servers' configurations, the alert comparison and the latency
+sharding adds, the extrapolation to a larger fleet and its arithmetic."""
 from __future__ import annotations
 
 import copy
 import hashlib
 import math
+import statistics
 from dataclasses import dataclass
+from datetime import datetime
+
+import yaml
 
 SHARD_LABEL = "shard"
 HASH_LABEL = "__tmp_hash"
@@ -51,18 +56,25 @@ def only_targets(job: dict, addresses: set[str]) -> dict:
     return out
 
 
-def shard_config(fragment: dict, shard: int, remote_write_url: str, rule_files: list[str], scrape_job: dict,
-                 shards: int, evaluation_interval: str) -> dict:
-    """One shard's prometheus.yml: the rendered remote-write fragment (external label with this shard's
-    value, its write_relabel_configs allowlist, alerting relabelling) merged with the shard's scrape job
-    and rule files; the fragment's example URL replaced by the global store's."""
+def bench_config(base: str, write_url: str, shards: int, evaluation_delay: int) -> str:
+    """The repository's rulesgen.yaml (text) with its `sharding:` section naming the bench's global store and
+    static shards shard-0 ... : what the bench renders, so each shard runs its rendered fragment unedited."""
+    doc = yaml.safe_load(base) or {}
+    doc["topology"] = "sharded"
+    doc["sharding"] = {"write_url": write_url, "label": SHARD_LABEL, "source": "static",
+                       "values": [f"shard-{i}" for i in range(shards)], "evaluation_delay": f"{evaluation_delay}s"}
+    return yaml.safe_dump(doc, sort_keys=False, width=1 << 20)
+
+
+def shard_config(fragment: dict, shard: int, rule_files: list[str], scrape_job: dict, shards: int,
+                 evaluation_interval: str) -> dict:
+    """One shard's prometheus.yml: its rendered fragment (alerts/sharded/remote-write-shard-N.yaml: external label,
+    remote write to the global store with the allowlist, alerting relabelling) as it is, plus what a fragment
+    leaves to the shard: its scrape job (its hashmod half), rule files and intervals."""
     out = copy.deepcopy(fragment)
     glob = out.setdefault("global", {})
-    glob["external_labels"] = {k: f"shard-{shard}" for k in (glob.get("external_labels") or {SHARD_LABEL: ""})}
     glob["scrape_interval"] = scrape_job["scrape_interval"]
     glob["evaluation_interval"] = evaluation_interval
-    for rw in out.get("remote_write") or []:
-        rw["url"] = remote_write_url
     out["rule_files"] = list(rule_files)
     out["scrape_configs"] = [shard_scrape_job(scrape_job, shard, shards)]
     return out
@@ -93,6 +105,35 @@ def compare_alerts(reference: list[dict], tiers: list[list[dict]]) -> tuple[set,
     for alerts in tiers:
         sharded |= firing(alerts)
     return sharded - ref, ref - sharded
+
+
+def active_since(alert: dict) -> float:
+    """An /api/v1/alerts alert's activeAt (RFC 3339, Prometheus' and vmalert's) in Unix seconds."""
+    return datetime.fromisoformat(alert["activeAt"].replace("Z", "+00:00")).timestamp()
+
+
+@dataclass(frozen=True)
+class Latency:
+    """What sharding adds to one alert name's activation on one server: its activeAt minus the reference's,
+    per alert identity (the shard label ignored), over the identities active on both."""
+    alert: str
+    tier: str  # the server that raised it: a shard or the global tier
+    matched: int
+    median_s: float
+    max_s: float
+
+
+def added_latency(reference: list[dict], tiers: dict[str, list[dict]]) -> list[Latency]:
+    """Per (alert name, server): activeAt there minus activeAt on the reference server, for every alert active
+    (pending or firing) on both; alerts the reference does not raise are left out."""
+    ref = {alert_key(a["labels"]): active_since(a) for a in reference if a.get("activeAt")}
+    found: dict[tuple[str, str], list[float]] = {}
+    for tier, alerts in tiers.items():
+        for a in alerts:
+            key = alert_key(a["labels"])
+            if key in ref and a.get("activeAt"):
+                found.setdefault((a["labels"]["alertname"], tier), []).append(active_since(a) - ref[key])
+    return [Latency(name, tier, len(d), statistics.median(d), max(d)) for (name, tier), d in sorted(found.items())]
 
 
 def share_of_interval(times: dict[str, float], intervals: dict[str, int]) -> float:

@@ -79,6 +79,11 @@ def kustomization(folder: str, resources: list[Artifact]) -> Artifact:
 TIERS = ("single", "shard", "global")  # the values of TIER_LABEL
 
 
+def tiered_resource_path(rule_file: str, tier: str, kind: tuple[str, str, str]) -> str:
+    """Where the resource of kind wrapping a tier's rule file (alerts/sharded/<tier>/X.yaml) is written."""
+    return f"{kind[2]}-sharded/rulesgen-{tier}-{PurePosixPath(rule_file).stem.replace('_', '-')}.yaml"
+
+
 def tiered_rule_resources(shard_files: list[RuleFile], global_files: list[RuleFile], out: KubeOutput,
                           kind: tuple[str, str, str]) -> list[Artifact]:
     """The sharded topology's rule files as resources in `<folder>-sharded/`, labelled rulesgen.io/tier: shard
@@ -91,7 +96,7 @@ def tiered_rule_resources(shard_files: list[RuleFile], global_files: list[RuleFi
     for tier, files in (("shard", shard_files), ("global", global_files)):
         own = out if tier == "shard" else KubeOutput(enabled=True, namespace=out.namespace)
         for f in files:
-            name = f"rulesgen-{tier}-" + PurePosixPath(f.path).stem.replace("_", "-")
+            name = PurePosixPath(tiered_resource_path(f.path, tier, kind)).stem
             doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(name, own, ((TIER_LABEL, tier),)),
                    "spec": groups_dict(f, DELAY_FIELD[kind_name])}
             artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"{kind_name} ({TIER_LABEL}: {tier}): {f.description}"]) + dump(doc)))
