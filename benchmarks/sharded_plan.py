@@ -16,8 +16,10 @@ import yaml
 SHARD_LABEL = "shard"
 HASH_LABEL = "__tmp_hash"
 # Labels an alert's identity does not include here: the shard's external label (alerts leave a shard
-# without it, alerts/sharded/remote-write.yaml), the state.
-NOT_IDENTITY = (SHARD_LABEL, "alertstate")
+# without it, alerts/sharded/remote-write-shard-N.yaml), the state, and `alertgroup`, which vmalert adds to
+# every alert it raises (the group's name; Prometheus does not), so a global alert on vmalert matches the
+# reference Prometheus' alert of the same labels.
+NOT_IDENTITY = (SHARD_LABEL, "alertstate", "alertgroup")
 
 
 def hashmod(value: str, modulus: int) -> int:

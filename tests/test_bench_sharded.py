@@ -111,7 +111,8 @@ def test_added_latency_is_each_tiers_activeat_minus_the_references():
     ref = [{"labels": gpu, "state": "firing", "activeAt": "2026-11-27T07:01:00Z"},
            {"labels": fleet, "state": "pending", "activeAt": "2026-11-27T07:03:00.5Z"}]
     shard = [{"labels": {**gpu, "shard": "shard-0"}, "state": "firing", "activeAt": "2026-11-27T07:01:20Z"}]
-    glob = [{"labels": fleet, "state": "pending", "activeAt": "2026-11-27T07:05:00.5Z"},
+    glob = [{"labels": {**fleet, "alertgroup": "rulesgen-fleet-alerts"}, "state": "pending",  # vmalert adds it
+             "activeAt": "2026-11-27T07:05:00.5Z"},
             {"labels": {"alertname": "Other"}, "state": "firing", "activeAt": "2026-11-27T07:00:00Z"}]
     assert added_latency(ref, {"prometheus-shard-0": shard, "vmalert-global": glob}) == [
         Latency("GPUECCUncorrectable", "prometheus-shard-0", 1, 20.0, 20.0),
