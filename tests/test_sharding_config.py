@@ -203,3 +203,30 @@ def test_lint_fails_a_deployment_folder_that_mixes_tiers(tmp_path):
     shutil.copy(ROOT / "alerts" / "sharded" / "global" / "fleet.yaml", plain / "global-fleet.yaml")
     found = run_cli("lint", str(plain))
     assert f"{plain / 'global-fleet.yaml'}:1:1: error[tier-mix]" in found.stdout
+
+
+# -- 4. the deployment guide -------------------------------------------------------------------------------------
+
+def test_the_deployment_guide_walks_each_stack_to_a_check_and_names_only_rendered_files(tmp_path):
+    """docs/sharding.md "Deploying": a. the Prometheus Operator with Thanos or Mimir, b. vmagent, VictoriaMetrics
+    and vmalert, each step by step and ending in a query that shows the global tier's series; every file of
+    alerts/sharded/ it names is one a render writes (for the source the guide's rulesgen.yaml sets)."""
+    text = (ROOT / "docs" / "sharding.md").read_text()
+    guide = text.split("\n## Deploying\n", 1)[1].split("\n## ", 1)[0]
+    parts = guide.split("\n### ")
+    a = next(p for p in parts if p.startswith("a. Prometheus Operator"))
+    b = next(p for p in parts if p.startswith("b. vmagent"))
+    for part, source in ((a, "prometheus-operator"), (b, "vmagent")):
+        assert f"source: {source}" in part
+        steps = [int(x.split(".")[0]) for x in part.splitlines() if x[:1].isdigit() and ". " in x[:4]]
+        assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 4, steps
+        assert "fleet:dcgm_exporter_targets:count" in part.split(f"\n{steps[-1]}. ", 1)[1]  # the last step checks
+    assert "kubectl -n monitoring patch prometheus" in a and "--patch-file alerts/sharded/prometheus-operator-patch.yaml" in a
+    assert "curl -s \"$QUERY/api/v1/query\"" in a and "vmalert -rule='alerts/sharded/global/*.yaml'" in b
+    rendered = set()
+    for sharding in ("source: prometheus-operator\n  shards: 4\n", "source: vmagent\n  shards: 2\n",
+                     "values: [gpu-a, gpu-b]\n"):
+        rendered |= set(_plan(tmp_path, f"sharding:\n  write_url: {URL}\n  {sharding}"))
+    import re
+    named = set(re.findall(r"alerts/sharded/[\w./-]*\.(?:yaml|flags)", guide))
+    assert named and named - rendered <= {"alerts/sharded/shard/*.yaml", "alerts/sharded/global/*.yaml"}, named - rendered
