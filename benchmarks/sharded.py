@@ -51,8 +51,8 @@ from fleet_prom import measure_prometheus, prom_failures, prom_iterations, promt
 from fleet_servers import Server, log, metric_value, vm_hwm, write_report  # noqa: E402
 from fleet_vm import measure_vmalert, vmalert_failures, vmalert_iterations  # noqa: E402
 from rulesgen.processes import free_port  # noqa: E402
-from sharded_plan import (added_latency, allowlist, bench_config, compare_alerts, firing, only_targets,  # noqa: E402
-                          shard_config, split_targets)
+from sharded_plan import (added_latency, allowlist, bench_config, compare_alerts, firing, note_active,  # noqa: E402
+                          only_targets, shard_config, split_targets)
 from sharded_report import Measured, report  # noqa: E402
 
 FAULT_METRIC = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
@@ -257,6 +257,26 @@ def alerts_of(server: Server) -> list[dict]:
     return requests.get(server.url + "/api/v1/alerts", timeout=60).json()["data"]["alerts"]
 
 
+class Sightings(threading.Thread):
+    """Polls every server's /api/v1/alerts every `every` s (bounded by `until`) and notes when each alert is
+    first seen active on each (sharded_plan.note_active): the wall clock the latency comparison reads."""
+
+    def __init__(self, servers: dict[str, Server], every: float, until: float):
+        super().__init__(daemon=True)
+        self.servers, self.every, self.until = servers, every, until
+        self.seen: dict[str, dict] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set() and time.time() < self.until:
+            for name, server in self.servers.items():
+                try:
+                    note_active(self.seen, name, alerts_of(server), time.time())
+                except (requests.RequestException, ValueError, KeyError):
+                    pass
+            self.done.wait(self.every)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", type=int, default=800)
@@ -367,6 +387,9 @@ def main(argv=None) -> None:
         for s in [ref, *proms, glob] + ([vmalert_shard] if vmalert_shard else []):
             s.wait_ready()
         live_since, live_wall = time.monotonic(), time.time()
+        sightings = Sightings({"reference": ref, **{p.name: p for p in proms}, glob.name: glob}, 5.0,
+                              live_wall + 3 * 3600)
+        sightings.start()
         wait_iterations(ref, list(rules["single"].intervals), 3, prom_iterations, timeout=1800)
         for p in proms:
             wait_iterations(p, list(rules["shard"].intervals), 3, prom_iterations, timeout=1800)
@@ -411,7 +434,9 @@ def main(argv=None) -> None:
             if not extra and not missing:
                 break
             time.sleep(args.step)
-        m.latency = added_latency(tiers[0], dict(zip([p.name for p in proms] + [glob.name], tiers[1:])))
+        sightings.done.set()
+        sightings.join(timeout=60)
+        m.latency = added_latency(sightings.seen, "reference")
     finally:
         Server.stop_all()
         exporter.close()

@@ -9,7 +9,6 @@ import hashlib
 import math
 import statistics
 from dataclasses import dataclass
-from datetime import datetime
 
 import yaml
 
@@ -109,15 +108,20 @@ def compare_alerts(reference: list[dict], tiers: list[list[dict]]) -> tuple[set,
     return sharded - ref, ref - sharded
 
 
-def active_since(alert: dict) -> float:
-    """An /api/v1/alerts alert's activeAt (RFC 3339, Prometheus' and vmalert's) in Unix seconds."""
-    return datetime.fromisoformat(alert["activeAt"].replace("Z", "+00:00")).timestamp()
+def note_active(seen: dict[str, dict[tuple, float]], server: str, alerts: list[dict], now: float) -> None:
+    """Record, per server, the wall-clock time each alert identity (pending or firing) was first seen active.
+    activeAt is no clock to compare across engines: vmalert sets it to its query time, the evaluation time less
+    -rule.evalDelay, aligned down to the group's interval; Prometheus to the evaluation time."""
+    mine = seen.setdefault(server, {})
+    for a in alerts:
+        if a.get("state") in ("pending", "firing"):
+            mine.setdefault(alert_key(a["labels"]), now)
 
 
 @dataclass(frozen=True)
 class Latency:
-    """What sharding adds to one alert name's activation on one server: its activeAt minus the reference's,
-    per alert identity (the shard label ignored), over the identities active on both."""
+    """What sharding adds to one alert name's activation on one server: the wall-clock time it was first seen
+    active there minus on the reference server, per alert identity (the shard label ignored) seen on both."""
     alert: str
     tier: str  # the server that raised it: a shard or the global tier
     matched: int
@@ -125,16 +129,17 @@ class Latency:
     max_s: float
 
 
-def added_latency(reference: list[dict], tiers: dict[str, list[dict]]) -> list[Latency]:
-    """Per (alert name, server): activeAt there minus activeAt on the reference server, for every alert active
-    (pending or firing) on both; alerts the reference does not raise are left out."""
-    ref = {alert_key(a["labels"]): active_since(a) for a in reference if a.get("activeAt")}
+def added_latency(seen: dict[str, dict[tuple, float]], reference: str) -> list[Latency]:
+    """Per (alert name, server other than `reference`): first seen there minus first seen on the reference, for
+    every alert identity seen on both; alerts the reference never raised are left out."""
+    ref = seen.get(reference, {})
     found: dict[tuple[str, str], list[float]] = {}
-    for tier, alerts in tiers.items():
-        for a in alerts:
-            key = alert_key(a["labels"])
-            if key in ref and a.get("activeAt"):
-                found.setdefault((a["labels"]["alertname"], tier), []).append(active_since(a) - ref[key])
+    for server, alerts in seen.items():
+        if server == reference:
+            continue
+        for key, t in alerts.items():
+            if key in ref:
+                found.setdefault((dict(key).get("alertname", "?"), server), []).append(t - ref[key])
     return [Latency(name, tier, len(d), statistics.median(d), max(d)) for (name, tier), d in sorted(found.items())]
 
 

@@ -144,10 +144,13 @@ def latency_lines(m: Measured) -> list[str]:
     """What sharding adds to each alert's activation: the tiers' activeAt minus the reference's."""
     if not m.latency:
         return []
-    lines = ["What sharding adds to each alert's latency: its activeAt on the shard or the global tier minus "
-             "activeAt on the reference server, per alert identity active on both (pending or firing; the same "
-             "scrapes, each server on its own scrape and evaluation schedule). The global tier evaluates "
-             f"{m.evaluation_delay} s in the past and reads what the shards' remote write delivered:", "",
+    lines = ["What sharding adds to each alert's latency: when it was first seen active (pending or firing) on "
+             "the shard or the global tier minus on the reference server, wall clock, every server's "
+             "/api/v1/alerts polled every 5 s from the live phase's start, per alert identity seen on both (the "
+             "same scrapes, each server on its own scrape and evaluation schedule; activeAt is no common clock: "
+             "vmalert sets it to its query time, the evaluation less -rule.evalDelay, aligned to the interval). "
+             f"The global tier evaluates {m.evaluation_delay} s in the past and reads what the shards' remote write "
+             "delivered:", "",
              "| alert | raised by | alerts | added: median s | max s |", "|---|---|---|---|---|"]
     lines += [f"| {x.alert} | {x.tier} | {x.matched} | {x.median_s:+.1f} | {x.max_s:+.1f} |" for x in m.latency]
     return lines + [""]

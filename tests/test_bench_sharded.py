@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from sharded_plan import (Latency, added_latency, alert_key, bench_config, compare_alerts, extrapolate,  # noqa: E402
-                          hashmod, only_targets, shard_config,
+                          hashmod, note_active, only_targets, shard_config,
                           shard_scrape_job,
                           share_of_interval, split_targets, worst_per_gpu)
 from sharded_report import Measured, excess_by_rule, ratios, report  # noqa: E402
@@ -105,18 +105,21 @@ def test_shard_config_takes_the_rendered_fragment_as_it_is(bench_render):
     assert "scrape_interval" not in fragment["global"]  # the fragment is not changed
 
 
-def test_added_latency_is_each_tiers_activeat_minus_the_references():
+def test_added_latency_is_the_first_sighting_on_each_tier_minus_the_references():
     gpu = {"alertname": "GPUECCUncorrectable", "Hostname": "n1", "gpu": "3", "cluster": "c"}
     fleet = {"alertname": "GPUFleetCapacityDegraded", "cluster": "c"}
-    ref = [{"labels": gpu, "state": "firing", "activeAt": "2026-11-27T07:01:00Z"},
-           {"labels": fleet, "state": "pending", "activeAt": "2026-11-27T07:03:00.5Z"}]
-    shard = [{"labels": {**gpu, "shard": "shard-0"}, "state": "firing", "activeAt": "2026-11-27T07:01:20Z"}]
-    glob = [{"labels": {**fleet, "alertgroup": "rulesgen-fleet-alerts"}, "state": "pending",  # vmalert adds it
-             "activeAt": "2026-11-27T07:05:00.5Z"},
-            {"labels": {"alertname": "Other"}, "state": "firing", "activeAt": "2026-11-27T07:00:00Z"}]
-    assert added_latency(ref, {"prometheus-shard-0": shard, "vmalert-global": glob}) == [
-        Latency("GPUECCUncorrectable", "prometheus-shard-0", 1, 20.0, 20.0),
-        Latency("GPUFleetCapacityDegraded", "vmalert-global", 1, 120.0, 120.0)]
+    seen: dict = {}
+    note_active(seen, "reference", [{"labels": gpu, "state": "firing"}], 100.0)
+    note_active(seen, "prometheus-shard-0", [{"labels": {**gpu, "shard": "shard-0"}, "state": "pending"}], 105.0)
+    note_active(seen, "vmalert-global", [{"labels": {**fleet, "alertgroup": "g"}, "state": "pending"}], 130.0)
+    note_active(seen, "reference", [{"labels": gpu, "state": "firing"}, {"labels": fleet, "state": "pending"}], 110.0)
+    note_active(seen, "vmalert-global", [{"labels": {"alertname": "Other"}, "state": "firing"},  # not the reference's
+                                         {"labels": {**fleet, "alertgroup": "g"}, "state": "firing"}], 200.0)
+    note_active(seen, "prometheus-shard-1", [{"labels": gpu, "state": "inactive"}], 100.0)
+    assert seen["reference"][alert_key(gpu)] == 100.0  # the first sighting stays
+    assert added_latency(seen, "reference") == [
+        Latency("GPUECCUncorrectable", "prometheus-shard-0", 1, 5.0, 5.0),
+        Latency("GPUFleetCapacityDegraded", "vmalert-global", 1, 20.0, 20.0)]
 
 
 def test_a_shard_config_passes_promtool_check_config(tmp_path, promtool, bench_render):
