@@ -198,10 +198,12 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
     dashboards = [a for a in rendered if a.path.startswith("dashboards/") and a.path.endswith(".json")]
     extra: list[Artifact] = []
     # topology: sharded renders the tiers' objects only: a single-server object beside them would be loaded by
-    # the same ruleSelector as the shard's and evaluate every rule twice (lint tier-mix)
-    if out.prometheus_rule.enabled and sharded is None:
+    # the same ruleSelector as the shard's and evaluate every rule twice (lint tier-mix). sharding.single_server_objects
+    # asks for both (this repository: the sharding proof compares the tiers with one server)
+    single = sharded is None or settings.sharding.single_server_objects
+    if out.prometheus_rule.enabled and single:
         extra += kube.rule_resources(files, out.prometheus_rule, kube.PROMETHEUS_RULE)
-    if out.vmrule.enabled and sharded is None:
+    if out.vmrule.enabled and single:
         extra += kube.rule_resources(files, out.vmrule, kube.VMRULE)
     for fmt, kind in ((out.prometheus_rule, kube.PROMETHEUS_RULE), (out.vmrule, kube.VMRULE)):
         if fmt.enabled and sharded is not None:

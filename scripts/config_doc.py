@@ -31,6 +31,10 @@ PROSE_KEYS = (
      "the shards' configuration names an example host and `rulesgen render` warns"),
     ("sharding.values", "unset", "source static: the shard label's value on each Prometheus, one file "
      "alerts/sharded/remote-write-shard-N.yaml each (unset: shard-0 ... shard-<shards-1>)"),
+    ("sharding.single_server_objects", "false", "true: also render the single server's PrometheusRule/VMRule objects "
+     "(deploy/prometheus-operator/, deploy/victoriametrics-operator/, labelled rulesgen.io/tier: single) beside the "
+     "tiers', to compare them or to migrate; never let one Prometheus select both (docs/sharding.md \"One server "
+     "beside the tiers\")"),
 )
 # Sections the template gives no prose of its own.
 NOTES = {

@@ -64,7 +64,7 @@ def scenarios(tmp_path):
 @pytest.fixture
 def repo(tmp_path, scenarios):
     """A GitOps folder rendered with the repository's config (topology: sharded: 13 PrometheusRule files of the
-    shard and global tiers among its outputs, and none of one server's)."""
+    shard and global tiers among its outputs, and, sharding.single_server_objects, one server's 8)."""
     d = tmp_path / "repo"
     d.mkdir()
     user_config(d / "rulesgen.yaml")

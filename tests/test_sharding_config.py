@@ -83,8 +83,9 @@ def test_init_and_the_configuration_doc_document_the_section():
     section = yaml.safe_load(uncomment(text))["sharding"]
     assert section == {"label": "shard", "source": "static", "shards": 2, "evaluation_delay": "1m"}
     assert "write_url" in text and "prometheus-operator" in text and "vmagent" in text
+    assert "single_server_objects" in text
     doc = (ROOT / "docs" / "configuration.md").read_text()
-    for key in ("write_url", "label", "source", "values", "shards", "evaluation_delay"):
+    for key in ("write_url", "label", "source", "values", "shards", "evaluation_delay", "single_server_objects"):
         assert f"| `sharding.{key}` |" in doc, key
 
 
@@ -170,6 +171,31 @@ def test_rule_objects_carry_their_tier_and_sharded_renders_no_single_server_obje
     tiers = {yaml.safe_load(t)["metadata"]["labels"]["rulesgen.io/tier"] for p, t in single.items()
              if p.startswith("deploy/prometheus-operator/rulesgen-")}
     assert tiers == {"single"}
+
+
+SINGLE_OBJECTS = ("deploy/prometheus-operator/", "deploy/victoriametrics-operator/")
+
+
+def test_a_users_sharding_section_renders_no_single_server_object_unless_asked(tmp_path):
+    """A user's rulesgen.yaml with topology: sharded and a sharding: section renders the tiers' objects and none
+    of one server's; sharding.single_server_objects: true (this repository's, to compare the tiers with one
+    server) renders both, the single ones labelled as such."""
+    cfg = tmp_path / "rulesgen.yaml"
+    for text in (f"topology: sharded\n{OUTPUTS}sharding:\n  write_url: {URL}\n",
+                 f"topology: sharded\n{OUTPUTS}sharding:\n  write_url: {URL}\n  single_server_objects: false\n"):
+        cfg.write_text(text)
+        out = {a.path for a in plan(bundled_catalog_dir(), cfg, None, scenario_tests=False).artifacts}
+        assert any(p.startswith("deploy/prometheus-operator-sharded/rulesgen-shard-") for p in out), text
+        assert not any(p.startswith(SINGLE_OBJECTS) for p in out), text
+    cfg.write_text(f"topology: sharded\n{OUTPUTS}sharding:\n  write_url: {URL}\n  single_server_objects: true\n")
+    both = {a.path: a.text for a in plan(bundled_catalog_dir(), cfg, None, scenario_tests=False).artifacts}
+    single = {p: t for p, t in both.items() if p.startswith(SINGLE_OBJECTS) and "/rulesgen-" in p}
+    plain = [p for p in both if p.startswith("alerts/prometheus/")]
+    assert len(single) == 2 * len(plain) > 0 and any(p.startswith("deploy/prometheus-operator-sharded/") for p in both)
+    assert {yaml.safe_load(t)["metadata"]["labels"]["rulesgen.io/tier"] for t in single.values()} == {"single"}
+    # the repository's own config asks for both (the sharding proof's reference), so its committed tree has both
+    assert load_settings(ROOT / "rulesgen.yaml").sharding.single_server_objects
+    assert (ROOT / "deploy/prometheus-operator/rulesgen-health.yaml").is_file()
 
 
 # -- 3. lint tier-mix on a deployment folder ---------------------------------------------------------------------

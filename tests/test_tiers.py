@@ -263,7 +263,10 @@ def sharded_render(tmp_path_factory):
     """The repository's render (topology: sharded) and the same config with topology: single, with one
     scenario (its promtool and vmalert-tool tests are among the files compared)."""
     single_cfg = tmp_path_factory.mktemp("single") / "rulesgen.yaml"
-    single_cfg.write_text((ROOT / "rulesgen.yaml").read_text().replace("topology: sharded", "topology: single"))
+    doc = yaml.safe_load((ROOT / "rulesgen.yaml").read_text())
+    doc["topology"] = "single"
+    del doc["sharding"]  # one server's config: no shards
+    single_cfg.write_text(yaml.safe_dump(doc))
     scenarios = tmp_path_factory.mktemp("scenarios")
     shutil.copy(ROOT / "fixtures" / "scenarios" / "shard-capacity-two-plus-two.yaml", scenarios)
     sharded_plan = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", scenarios, scenario_tests=True)
@@ -275,19 +278,19 @@ SINGLE_OBJECTS = ("deploy/prometheus-operator/", "deploy/victoriametrics-operato
 
 
 def test_single_topology_is_byte_identical_and_sharded_only_adds(sharded_render):
-    """topology: sharded adds its files and changes none of one server's, but renders no single-server rule
-    object: one ruleSelector would load them with the shard tier's (lint tier-mix)."""
+    """This repository's topology: sharded (sharding.single_server_objects: true) adds its files and changes none
+    of one server's, its rule objects included: the proofs compare the tiers with the one server
+    (tests/test_sharding_config.py: a user's sharded render leaves those objects out)."""
     single, sharded = sharded_render
     one = {a.path: a.text for a in single.artifacts}
     both = {a.path: a.text for a in sharded.artifacts}
     assert single.sharded is None
-    dropped = {p for p in one if p.startswith(SINGLE_OBJECTS)}
-    assert len(dropped) > 8 and not any(p.startswith(SINGLE_OBJECTS) for p in both)
+    assert len([p for p in one if p.startswith(SINGLE_OBJECTS)]) > 8
     # the manifest lists every file written: the sharded ones add its lines (and nothing else changes)
-    manifest = set(both.pop(MANIFEST).splitlines()) ^ set(one.pop(MANIFEST).splitlines())
-    assert all(both[p] == t for p, t in one.items() if p not in dropped)
+    manifest = set(both.pop(MANIFEST).splitlines()) - set(one.pop(MANIFEST).splitlines())
+    assert all(both[p] == t for p, t in one.items())
     added = set(both) - set(one)
-    assert {line.split("  ", 1)[1] for line in manifest} == added | dropped
+    assert {line.split("  ", 1)[1] for line in manifest} == added
     assert added and all(p.startswith(("alerts/sharded/", "deploy/prometheus-operator-sharded/",
                                        "deploy/victoriametrics-operator-sharded/")) for p in added)
     assert not any("sharded" in p for p in one)

@@ -164,6 +164,9 @@ class ShardingSettings:
     values: tuple[str, ...] = ()  # static: one value per Prometheus; () means shard-0 ... shard-<shards-1>
     shards: int = 2  # how many shards (static: len(values) when given)
     evaluation_delay: int = 60  # s: the global groups' query_offset / eval_delay (remote write's lag)
+    # True: also render the single server's rule objects (deploy/prometheus-operator/, deploy/victoriametrics-operator/,
+    # labelled rulesgen.io/tier: single) beside the tiers', to compare or migrate; False (default): the tiers' only
+    single_server_objects: bool = False
 
     PLACEHOLDER_URL = "http://global-tsdb.example:8428/api/v1/write"
 
@@ -227,5 +230,8 @@ def parse_sharding(fields: Fields, errors: Collector, label_pattern: str) -> Sha
                    "wait for the shards' remote write, and no longer than an alert can be late")
     elif delay is not None:
         kwargs["evaluation_delay"] = delay
+    single = fields.bool("single_server_objects")
+    if single is not None:
+        kwargs["single_server_objects"] = single
     fields.done()
     return ShardingSettings(**kwargs)
