@@ -177,17 +177,17 @@ SINGLE_OBJECTS = ("deploy/prometheus-operator/", "deploy/victoriametrics-operato
 
 
 def test_a_users_sharding_section_renders_no_single_server_object_unless_asked(tmp_path):
-    """A user's rulesgen.yaml with topology: sharded and a sharding: section renders the tiers' objects and none
-    of one server's; sharding.single_server_objects: true (this repository's, to compare the tiers with one
-    server) renders both, the single ones labelled as such."""
+    """A user's rulesgen.yaml with a sharding: section (topology: sharded, or left out: the section implies it)
+    renders the tiers' objects and none of one server's; sharding.single_server_objects: true (this repository's,
+    to compare the tiers with one server) renders both, the single ones labelled as such."""
     cfg = tmp_path / "rulesgen.yaml"
-    for text in (f"topology: sharded\n{OUTPUTS}sharding:\n  write_url: {URL}\n",
+    for text in (f"{OUTPUTS}sharding:\n  write_url: {URL}\n",
                  f"topology: sharded\n{OUTPUTS}sharding:\n  write_url: {URL}\n  single_server_objects: false\n"):
         cfg.write_text(text)
         out = {a.path for a in plan(bundled_catalog_dir(), cfg, None, scenario_tests=False).artifacts}
         assert any(p.startswith("deploy/prometheus-operator-sharded/rulesgen-shard-") for p in out), text
         assert not any(p.startswith(SINGLE_OBJECTS) for p in out), text
-    cfg.write_text(f"topology: sharded\n{OUTPUTS}sharding:\n  write_url: {URL}\n  single_server_objects: true\n")
+    cfg.write_text(f"{OUTPUTS}sharding:\n  write_url: {URL}\n  single_server_objects: true\n")
     both = {a.path: a.text for a in plan(bundled_catalog_dir(), cfg, None, scenario_tests=False).artifacts}
     single = {p: t for p, t in both.items() if p.startswith(SINGLE_OBJECTS) and "/rulesgen-" in p}
     plain = [p for p in both if p.startswith("alerts/prometheus/")]
@@ -196,6 +196,19 @@ def test_a_users_sharding_section_renders_no_single_server_object_unless_asked(t
     # the repository's own config asks for both (the sharding proof's reference), so its committed tree has both
     assert load_settings(ROOT / "rulesgen.yaml").sharding.single_server_objects
     assert (ROOT / "deploy/prometheus-operator/rulesgen-health.yaml").is_file()
+
+
+def test_a_sharding_section_beside_topology_single_is_unused_and_render_warns_at_its_line(tmp_path):
+    cfg = tmp_path / "rulesgen.yaml"
+    cfg.write_text(f"topology: single\n{OUTPUTS}sharding:\n  write_url: {URL}\n")
+    result = run_cli("render", "--out", str(tmp_path / "out"), "--config", str(cfg))
+    assert result.returncode == 0, result.stderr
+    assert f"warning: {cfg}:5:1: sharding: is not used: topology is single" in result.stderr, result.stderr
+    assert not (tmp_path / "out" / "alerts" / "sharded").exists()
+    assert (tmp_path / "out" / "deploy" / "prometheus-operator" / "rulesgen-health.yaml").is_file()
+    # still checked at its line
+    assert _errors(tmp_path, "topology: single\nsharding:\n  single_server_objects: 2\n") == [
+        "rulesgen.yaml:3:3: error[bad-type]: sharding.single_server_objects must be true or false, got 2"]
 
 
 # -- 3. lint tier-mix on a deployment folder ---------------------------------------------------------------------

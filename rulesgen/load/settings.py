@@ -83,6 +83,7 @@ class Settings:
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
     where_of_key: tuple[tuple[str, Where], ...] = field(default=(), compare=False)  # scrape_interval, failure_modes.X.for
     given_urls: tuple[str, ...] = field(default=(), compare=False)  # keys of its urls: section
+    sharding_unused: bool = field(default=False, compare=False)  # a sharding: section beside topology: single
 
     def where(self, key: str) -> Where:
         return dict(self.where_of_key).get(key, Where(self.source))
@@ -284,6 +285,11 @@ def load_settings(path: Path | None) -> Settings:
         kwargs["topology"] = topology
     sharding = Fields(top.mapping("sharding"), errors, "sharding")
     kwargs["sharding"] = parse_sharding(sharding, errors, _LABEL)
+    # a sharding: section is a sharded deployment: it implies topology: sharded; beside an explicit topology: single
+    # it is read and checked but unused, and render warns (sharding_unused)
+    if top.has("sharding") and topology is None:
+        kwargs["topology"] = "sharded"
+    kwargs["sharding_unused"] = top.has("sharding") and topology == "single"
     _shard_label_free(sharding, errors, kwargs)
     scrape = top.duration("scrape_interval")
     if scrape is not None:
