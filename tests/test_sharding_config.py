@@ -242,6 +242,10 @@ def test_lint_fails_a_deployment_folder_that_mixes_tiers(tmp_path):
     shutil.copy(ROOT / "alerts" / "sharded" / "global" / "fleet.yaml", plain / "global-fleet.yaml")
     found = run_cli("lint", str(plain))
     assert f"{plain / 'global-fleet.yaml'}:1:1: error[tier-mix]" in found.stdout
+    # a folder with nothing to lint is a usage error naming it, never the defaults linted instead
+    (tmp_path / "empty").mkdir()
+    empty = run_cli("lint", str(tmp_path / "empty"))
+    assert empty.returncode == 2 and f"nothing to lint in {tmp_path / 'empty'}" in empty.stderr, empty.stderr
 
 
 # -- 4. the deployment guide -------------------------------------------------------------------------------------

@@ -270,6 +270,9 @@ def lint(files, catalog, config, contract, fmt):
     paths = [p for f in files for p in _expand(Path(f))] if files else (
         sorted(Path("alerts/prometheus").glob("*.yaml")) + sorted(Path("alerts/sharded").glob("*/*.yaml"))
         + sorted(Path("dashboards").glob("*.json")))
+    if files and not paths:
+        raise click.UsageError(f"nothing to lint in {', '.join(files)}: a folder stands for its *.yaml and *.yml "
+                               "files, and it has none")
     try:
         from ..load.settings import load_settings
         settings = load_settings(config_path(config))
