@@ -4,13 +4,19 @@ dcgm-exporter fleet of benchmarks/fleet.py, against one reference server, measur
 - N GPUs on N/8 nodes, one exporter target per node, each on a port of its own on 127.0.0.1 (so
   __address__ differs per node, as in a real fleet); the last --fine-hours of every field ingested into
   each Prometheus as blocks (promtool), then live scrapes.
+- The rule files and the shards' configuration are rendered for the run: the repository's rulesgen.yaml with
+  a `sharding:` section naming the bench's victoria-metrics as the global store and static shards shard-0,
+  shard-1 (sharded_plan.bench_config), rendered into the work folder.
 - Two Prometheus shards, each scraping its `hashmod` half of the node targets (modulus 2 on __address__),
-  with alerts/sharded/shard/*.yaml and alerts/sharded/remote-write.yaml, remote-writing to one
-  victoria-metrics; vmalert evaluating alerts/sharded/global/*.yaml against it (the global tier); a
-  reference Prometheus scraping every node with alerts/prometheus/*.yaml. Optionally (--vmalert-shard)
+  with alerts/sharded/shard/*.yaml and its rendered alerts/sharded/remote-write-shard-N.yaml as it is,
+  remote-writing to that victoria-metrics; vmalert evaluating alerts/sharded/global/*.yaml against it (the
+  global tier, -rule.evalDelay = sharding.evaluation_delay); a reference Prometheus scraping every node with
+  alerts/prometheus/*.yaml. Optionally (--vmalert-shard)
   shard 0 once more as vmalert over a victoria-metrics of its own, for the shard groups' cost on vmalert.
-- One fault (a DBE on one GPU) at the start of the live phase: at the end the reference's firing alerts
-  must equal the shards' plus the global tier's. Each group's cost per GPU is then extrapolated to
+- Faults at the start of the live phase: a DBE on one GPU and (--capacity-fault) on one GPU of each of
+  enough nodes of both shards to degrade the fleet's capacity (a global alert over both shards' parts): at
+  the end the reference's firing alerts must equal the shards' plus the global tier's, and each alert's
+  activeAt on the shards and the global tier minus the reference's is what sharding adds to its latency. Each group's cost per GPU is then extrapolated to
   --target-gpus on --target-shards shards.
 
 Run: .venv/bin/python benchmarks/sharded.py [--gpus 800]   (see --help; writes benchmarks/results/sharded-<N>.md)
@@ -45,21 +51,22 @@ from fleet_prom import measure_prometheus, prom_failures, prom_iterations, promt
 from fleet_servers import Server, log, metric_value, vm_hwm, write_report  # noqa: E402
 from fleet_vm import measure_vmalert, vmalert_failures, vmalert_iterations  # noqa: E402
 from rulesgen.processes import free_port  # noqa: E402
-from sharded_plan import allowlist, compare_alerts, firing, only_targets, shard_config, split_targets  # noqa: E402
+from sharded_plan import (added_latency, allowlist, bench_config, compare_alerts, firing, note_active,  # noqa: E402
+                          only_targets, shard_config, split_targets)
 from sharded_report import Measured, report  # noqa: E402
 
 FAULT_METRIC = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
-TIERS = {"single": ROOT / "alerts" / "prometheus", "shard": ROOT / "alerts" / "sharded" / "shard",
-         "global": ROOT / "alerts" / "sharded" / "global"}
+TIERS = {"single": "alerts/prometheus", "shard": "alerts/sharded/shard", "global": "alerts/sharded/global"}
+SHARDS = 2
 
 
 class NodeExporter(Exporter):
     """The fleet bench's exporter with one listening port per node (127.0.0.1:<port>/node/<n>), so that
     hashmod over __address__ splits by node; `fault` (gpu index) reads FAULT_METRIC 1 from fault_since."""
 
-    def __init__(self, fleet, metrics, origin, step, fault: int | None):
+    def __init__(self, fleet, metrics, origin, step, faults: list[int]):
         super().__init__(fleet, metrics, origin, step)  # its own port takes vmalert's notifications
-        self.fault, self.fault_since = fault, math.inf
+        self.faults, self.fault_since = list(faults), math.inf
         self.node_servers = []
         for _ in range(fleet.nodes):
             srv = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -70,9 +77,10 @@ class NodeExporter(Exporter):
 
     def snapshot(self, now: float):
         snap = super().snapshot(now)
-        if self.fault is not None and now >= self.fault_since and FAULT_METRIC in snap:
+        if self.faults and now >= self.fault_since and FAULT_METRIC in snap:
             column = list(snap[FAULT_METRIC])
-            column[self.fault] = ["1"]
+            for gpu in self.faults:
+                column[gpu] = ["1"]
             snap = {**snap, FAULT_METRIC: column}
         return snap
 
@@ -90,28 +98,36 @@ class NodeExporter(Exporter):
         super().close()
 
 
-def snapshot_inputs(dest: Path) -> tuple[dict[str, list[Path]], Path, Path, str, str]:
-    """Copies of the tiers' rule files, remote-write.yaml and the counters file (re-rendering during the
-    run changes nothing); (files per tier, fragment, counters, commit, sha256 of all, 12 hex)."""
-    h, files = hashlib.sha256(), {}
-    for tier, folder in TIERS.items():
-        (dest / tier).mkdir(parents=True, exist_ok=True)
-        files[tier] = []
-        for src in sorted(folder.glob("*.yaml")):
-            data = src.read_bytes()
-            (dest / tier / src.name).write_bytes(data)
-            h.update(f"{tier}/{src.name}".encode() + b"\0" + data)
-            files[tier].append(dest / tier / src.name)
-    extra = []
-    for src in (ROOT / "alerts" / "sharded" / "remote-write.yaml", ROOT / "exporter" / "dcgm-counters.csv"):
-        data = src.read_bytes()
-        (dest / src.name).write_bytes(data)
-        h.update(src.name.encode() + b"\0" + data)
-        extra.append(dest / src.name)
+def render_inputs(dest: Path, write_url: str, delay: int) -> tuple[dict[str, list[Path]], list[Path], Path, str, str]:
+    """The repository's catalog rendered with its rulesgen.yaml, the `sharding:` section naming the bench's
+    global store (write_url) and shards (sharded_plan.bench_config), into dest: (files per tier, each shard's
+    remote-write-shard-N.yaml, the counters file, commit, sha256 of them all, 12 hex)."""
+    from rulesgen.artifacts import plan, write_all
+    from rulesgen.catalog import bundled_catalog_dir
+    config = dest / "rulesgen.yaml"
+    dest.mkdir(parents=True, exist_ok=True)
+    config.write_text(bench_config((ROOT / "rulesgen.yaml").read_text(), write_url, SHARDS, delay))
+    out = dest / "render"
+    write_all(out, plan(bundled_catalog_dir(), config, None, scenario_tests=False).artifacts)
+    files = {tier: sorted((out / folder).glob("*.yaml")) for tier, folder in TIERS.items()}
+    fragments = [out / "alerts" / "sharded" / f"remote-write-shard-{i}.yaml" for i in range(SHARDS)]
+    counters = out / "exporter" / "dcgm-counters.csv"
+    h = hashlib.sha256()
+    for path in [p for fs in files.values() for p in fs] + fragments + [counters]:
+        h.update(path.relative_to(out).as_posix().encode() + b"\0" + path.read_bytes())
     import subprocess
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "?"
-    return files, extra[0], extra[1], commit, h.hexdigest()[:12]
+    return files, fragments, counters, commit, h.hexdigest()[:12]
+
+
+def capacity_faults(fleet, split: list[list[int]], gpus: int, single: int | None) -> list[int]:
+    """GPU 0 of enough nodes, dealt alternately from each shard's nodes, for more than a tenth of the fleet to
+    want draining (fleet_capacity_degraded's default fraction 0.1, at least 3 GPUs), besides `single`."""
+    want = max(3, gpus // 10 + 1)
+    nodes = [n for pair in zip(*split) for n in pair] + [n for s in split for n in s[min(map(len, split)):]]
+    chosen = [g for g in (n * GPUS_PER_NODE for n in nodes) if g != single]
+    return chosen[:want]
 
 
 def start_prometheus(name: str, work: Path, config: dict, flags: list[str]) -> Server:
@@ -132,12 +148,15 @@ def start_vm(name: str, work: Path, scrape: dict | None) -> Server:
     return Server(name, cmd + [f"-httpListenAddr=127.0.0.1:{port}"], port, work, "/health")
 
 
-def start_vmalert(name: str, work: Path, vm: Server, rules: list[Path], notifier: str) -> Server:
+def start_vmalert(name: str, work: Path, vm: Server, rules: list[Path], notifier: str,
+                  eval_delay: int | None = None) -> Server:
+    """eval_delay: -rule.evalDelay in s (the global tier: sharding.evaluation_delay); None: vmalert's default."""
     port = free_port()
+    delay = [f"-rule.evalDelay={eval_delay}s"] if eval_delay is not None else []
     return Server(name, [str(TOOLS / "vmalert"), *[f"-rule={f}" for f in rules], f"-datasource.url={vm.url}",
                          f"-remoteWrite.url={vm.url}", f"-notifier.url={notifier}",
                          f"-evaluationInterval={GLOBAL_INTERVAL}s", f"-httpListenAddr=127.0.0.1:{port}",
-                         "-loggerLevel=WARN"], port, work, "/health")
+                         "-loggerLevel=WARN", *delay], port, work, "/health")
 
 
 def ingest(fleet, metrics, t0: int, t1: int, step: int, origin: float, jobs: list[tuple[Path, set[int] | None]],
@@ -238,6 +257,26 @@ def alerts_of(server: Server) -> list[dict]:
     return requests.get(server.url + "/api/v1/alerts", timeout=60).json()["data"]["alerts"]
 
 
+class Sightings(threading.Thread):
+    """Polls every server's /api/v1/alerts every `every` s (bounded by `until`) and notes when each alert is
+    first seen active on each (sharded_plan.note_active): the wall clock the latency comparison reads."""
+
+    def __init__(self, servers: dict[str, Server], every: float, until: float):
+        super().__init__(daemon=True)
+        self.servers, self.every, self.until = servers, every, until
+        self.seen: dict[str, dict] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set() and time.time() < self.until:
+            for name, server in self.servers.items():
+                try:
+                    note_active(self.seen, name, alerts_of(server), time.time())
+                except (requests.RequestException, ValueError, KeyError):
+                    pass
+            self.done.wait(self.every)
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", type=int, default=800)
@@ -251,6 +290,11 @@ def parse_args(argv=None):
     p.add_argument("--target-gpus", type=int, default=100_000)
     p.add_argument("--target-shards", type=int, default=8)
     p.add_argument("--fault-gpu", type=int, default=3, help="GPU index that reports a DBE live (-1: none)")
+    p.add_argument("--capacity-fault", action=argparse.BooleanOptionalAction, default=True,
+                   help="also a DBE on GPU 0 of enough nodes of both shards to degrade the fleet's capacity (a "
+                        "global alert), for the latency sharding adds to it")
+    p.add_argument("--evaluation-delay", type=int, default=60, help="sharding.evaluation_delay of the render, s "
+                   "(the global vmalert's -rule.evalDelay)")
     p.add_argument("--vmalert-shard", action=argparse.BooleanOptionalAction, default=True,
                    help="also run shard 0 as vmalert over a victoria-metrics of its own")
     p.add_argument("--prometheus-flag", action="append", default=[], help="an extra flag for every Prometheus "
@@ -262,18 +306,29 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    shards = 2
+    shards = SHARDS
     work = Path(tempfile.mkdtemp(prefix="sharded-bench-", dir=args.tmp))
-    files, fragment_path, counters, commit, digest = snapshot_inputs(work / "inputs")
-    fragment = yaml.safe_load(fragment_path.read_text())
+    # the global store first: the render names its URL in every shard's fragment
+    vm = start_vm("victoria-metrics-global", work, None)
+    vm.wait_ready()
+    try:
+        files, fragment_paths, counters, commit, digest = render_inputs(work / "inputs", vm.url + "/api/v1/write",
+                                                                        args.evaluation_delay)
+    except BaseException:
+        Server.stop_all()
+        raise
+    fragments = [yaml.safe_load(p.read_text()) for p in fragment_paths]
+    fragment = fragments[0]
     rules = {tier: RuleSet.load(fs) for tier, fs in files.items()}
     fleet = make_fleet(args.gpus)
     metrics = exporter_fields(counters)
     now = int(time.time()) // args.step * args.step
     origin = now - 30 * 86400
     fault = args.fault_gpu if 0 <= args.fault_gpu < args.gpus else None
-    exporter = NodeExporter(fleet, metrics, origin, args.step, fault)
+    exporter = NodeExporter(fleet, metrics, origin, args.step, [])
     split = split_targets(exporter.addresses, shards)
+    capacity = capacity_faults(fleet, split, args.gpus, fault) if args.capacity_fault else []
+    exporter.faults = ([fault] if fault is not None else []) + capacity
     m = Measured(gpus=args.gpus, nodes=fleet.nodes, step=args.step, fine_hours=args.fine_hours,
                  shard_nodes=[len(s) for s in split],
                  shard_gpus=[sum(1 for i in range(args.gpus) if fleet.node_of[i] in set(s)) for s in split],
@@ -284,6 +339,12 @@ def main(argv=None) -> None:
         n = int(fleet.node_of[fault])
         m.fault = (f"{FAULT_METRIC} = 1 on GPU {fault % GPUS_PER_NODE} of {node_instance(n)} "
                    f"(shard {next(i for i, s in enumerate(split) if n in s)})")
+    if capacity:
+        per = [sum(1 for g in capacity if int(fleet.node_of[g]) in set(s)) for s in split]
+        m.fault = (m.fault + "; " if m.fault else "") + (
+            f"and on GPU 0 of {len(capacity)} more nodes ({' + '.join(map(str, per))} on the shards): "
+            "fleet_capacity_degraded over both shards")
+    m.evaluation_delay = args.evaluation_delay
     log(f"{args.gpus} GPUs; nodes per shard {m.shard_nodes}, GPUs per shard {m.shard_gpus}; work dir {work}")
     sink = f"http://127.0.0.1:{exporter.port}"
     try:
@@ -296,8 +357,6 @@ def main(argv=None) -> None:
         ingest(fleet, metrics + ["up"], now, gap, args.step, origin, dirs, work)
         m.phases["history generated + ingested (promtool, 3 servers)"] = time.monotonic() - t
         scrape = exporter.scrape_config(f"{args.step}s")
-        vm = start_vm("victoria-metrics-global", work, None)
-        vm.wait_ready()
         vm_shard = vmalert_shard = None
         if args.vmalert_shard:
             # shard 0's targets listed, not relabelled: VictoriaMetrics' hashmod deals them differently
@@ -316,16 +375,21 @@ def main(argv=None) -> None:
         # file path, so shards loading the same paths would evaluate each group at the same instant and
         # wait for each other's on these shared cores (separate hosts in a real deployment)
         shard_rules = [[str(f) for f in shortened_copies(files["shard"], work / f"rules-shard-{i}")] for i in range(shards)]
+        # each shard's rendered fragment as it is: its external label and the remote write to `vm`
         proms = [start_prometheus(f"prometheus-shard-{i}", work, shard_config(
-            fragment, i, vm.url + "/api/v1/write", shard_rules[i], scrape, shards, f"{GLOBAL_INTERVAL}s"), args.prometheus_flag)
+            fragments[i], i, shard_rules[i], scrape, shards, f"{GLOBAL_INTERVAL}s"), args.prometheus_flag)
             for i in range(shards)]
-        glob = start_vmalert("vmalert-global", work, vm, shortened_copies(files["global"], work / "rules-global"), sink)
+        glob = start_vmalert("vmalert-global", work, vm, shortened_copies(files["global"], work / "rules-global"), sink,
+                             args.evaluation_delay)
         if vm_shard:
             vmalert_shard = start_vmalert("vmalert-shard-0", work, vm_shard, [Path(f) for f in shard_rules[0]], sink)
         exporter.fault_since = time.time()
         for s in [ref, *proms, glob] + ([vmalert_shard] if vmalert_shard else []):
             s.wait_ready()
         live_since, live_wall = time.monotonic(), time.time()
+        sightings = Sightings({"reference": ref, **{p.name: p for p in proms}, glob.name: glob}, 5.0,
+                              live_wall + 3 * 3600)
+        sightings.start()
         wait_iterations(ref, list(rules["single"].intervals), 3, prom_iterations, timeout=1800)
         for p in proms:
             wait_iterations(p, list(rules["shard"].intervals), 3, prom_iterations, timeout=1800)
@@ -370,6 +434,9 @@ def main(argv=None) -> None:
             if not extra and not missing:
                 break
             time.sleep(args.step)
+        sightings.done.set()
+        sightings.join(timeout=60)
+        m.latency = added_latency(sightings.seen, "reference")
     finally:
         Server.stop_all()
         exporter.close()

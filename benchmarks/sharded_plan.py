@@ -1,18 +1,24 @@
 """The pure parts of benchmarks/sharded.py (no server, tested in tests/test_bench_sharded.py): the hashmod
-split of the node targets, the servers' configurations, the alert comparison, the extrapolation to a
-larger fleet and its arithmetic."""
+split of the node targets, the rulesgen.yaml the bench renders with (its `sharding:` section naming the
+bench's global store and shards), the servers' configurations, the alert comparison and the latency
+sharding adds, the extrapolation to a larger fleet and its arithmetic."""
 from __future__ import annotations
 
 import copy
 import hashlib
 import math
+import statistics
 from dataclasses import dataclass
+
+import yaml
 
 SHARD_LABEL = "shard"
 HASH_LABEL = "__tmp_hash"
 # Labels an alert's identity does not include here: the shard's external label (alerts leave a shard
-# without it, alerts/sharded/remote-write.yaml), the state.
-NOT_IDENTITY = (SHARD_LABEL, "alertstate")
+# without it, alerts/sharded/remote-write-shard-N.yaml), the state, and `alertgroup`, which vmalert adds to
+# every alert it raises (the group's name; Prometheus does not), so a global alert on vmalert matches the
+# reference Prometheus' alert of the same labels.
+NOT_IDENTITY = (SHARD_LABEL, "alertstate", "alertgroup")
 
 
 def hashmod(value: str, modulus: int) -> int:
@@ -51,18 +57,25 @@ def only_targets(job: dict, addresses: set[str]) -> dict:
     return out
 
 
-def shard_config(fragment: dict, shard: int, remote_write_url: str, rule_files: list[str], scrape_job: dict,
-                 shards: int, evaluation_interval: str) -> dict:
-    """One shard's prometheus.yml: the rendered remote-write fragment (external label with this shard's
-    value, its write_relabel_configs allowlist, alerting relabelling) merged with the shard's scrape job
-    and rule files; the fragment's example URL replaced by the global store's."""
+def bench_config(base: str, write_url: str, shards: int, evaluation_delay: int) -> str:
+    """The repository's rulesgen.yaml (text) with its `sharding:` section naming the bench's global store and
+    static shards shard-0 ... : what the bench renders, so each shard runs its rendered fragment unedited."""
+    doc = yaml.safe_load(base) or {}
+    doc["topology"] = "sharded"
+    doc["sharding"] = {"write_url": write_url, "label": SHARD_LABEL, "source": "static",
+                       "values": [f"shard-{i}" for i in range(shards)], "evaluation_delay": f"{evaluation_delay}s"}
+    return yaml.safe_dump(doc, sort_keys=False, width=1 << 20)
+
+
+def shard_config(fragment: dict, shard: int, rule_files: list[str], scrape_job: dict, shards: int,
+                 evaluation_interval: str) -> dict:
+    """One shard's prometheus.yml: its rendered fragment (alerts/sharded/remote-write-shard-N.yaml: external label,
+    remote write to the global store with the allowlist, alerting relabelling) as it is, plus what a fragment
+    leaves to the shard: its scrape job (its hashmod half), rule files and intervals."""
     out = copy.deepcopy(fragment)
     glob = out.setdefault("global", {})
-    glob["external_labels"] = {k: f"shard-{shard}" for k in (glob.get("external_labels") or {SHARD_LABEL: ""})}
     glob["scrape_interval"] = scrape_job["scrape_interval"]
     glob["evaluation_interval"] = evaluation_interval
-    for rw in out.get("remote_write") or []:
-        rw["url"] = remote_write_url
     out["rule_files"] = list(rule_files)
     out["scrape_configs"] = [shard_scrape_job(scrape_job, shard, shards)]
     return out
@@ -93,6 +106,41 @@ def compare_alerts(reference: list[dict], tiers: list[list[dict]]) -> tuple[set,
     for alerts in tiers:
         sharded |= firing(alerts)
     return sharded - ref, ref - sharded
+
+
+def note_active(seen: dict[str, dict[tuple, float]], server: str, alerts: list[dict], now: float) -> None:
+    """Record, per server, the wall-clock time each alert identity (pending or firing) was first seen active.
+    activeAt is no clock to compare across engines: vmalert sets it to its query time, the evaluation time less
+    -rule.evalDelay, aligned down to the group's interval; Prometheus to the evaluation time."""
+    mine = seen.setdefault(server, {})
+    for a in alerts:
+        if a.get("state") in ("pending", "firing"):
+            mine.setdefault(alert_key(a["labels"]), now)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """What sharding adds to one alert name's activation on one server: the wall-clock time it was first seen
+    active there minus on the reference server, per alert identity (the shard label ignored) seen on both."""
+    alert: str
+    tier: str  # the server that raised it: a shard or the global tier
+    matched: int
+    median_s: float
+    max_s: float
+
+
+def added_latency(seen: dict[str, dict[tuple, float]], reference: str) -> list[Latency]:
+    """Per (alert name, server other than `reference`): first seen there minus first seen on the reference, for
+    every alert identity seen on both; alerts the reference never raised are left out."""
+    ref = seen.get(reference, {})
+    found: dict[tuple[str, str], list[float]] = {}
+    for server, alerts in seen.items():
+        if server == reference:
+            continue
+        for key, t in alerts.items():
+            if key in ref:
+                found.setdefault((dict(key).get("alertname", "?"), server), []).append(t - ref[key])
+    return [Latency(name, tier, len(d), statistics.median(d), max(d)) for (name, tier), d in sorted(found.items())]
 
 
 def share_of_interval(times: dict[str, float], intervals: dict[str, int]) -> float:

@@ -47,6 +47,8 @@ class Measured:
     cores: dict[str, float] = field(default_factory=dict)  # Prometheus server -> CPU s per s in the measurement
     rule_times: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)  # server -> (group, rule) -> s
     phases: dict[str, float] = field(default_factory=dict)
+    evaluation_delay: int = 60  # s: sharding.evaluation_delay of the render, the global vmalert's -rule.evalDelay
+    latency: list = field(default_factory=list)  # sharded_plan.Latency per (alert, server)
 
 
 def seconds(times: Times) -> dict[str, float]:
@@ -138,6 +140,22 @@ def shard_overhead(m: Measured) -> list[str]:
     return lines
 
 
+def latency_lines(m: Measured) -> list[str]:
+    """What sharding adds to each alert's activation: the tiers' activeAt minus the reference's."""
+    if not m.latency:
+        return []
+    lines = ["What sharding adds to each alert's latency: when it was first seen active (pending or firing) on "
+             "the shard or the global tier minus on the reference server, wall clock, every server's "
+             "/api/v1/alerts polled every 5 s from the live phase's start, per alert identity seen on both (the "
+             "same scrapes, each server on its own scrape and evaluation schedule; activeAt is no common clock: "
+             "vmalert sets it to its query time, the evaluation less -rule.evalDelay, aligned to the interval). "
+             f"The global tier evaluates {m.evaluation_delay} s in the past and reads what the shards' remote write "
+             "delivered:", "",
+             "| alert | raised by | alerts | added: median s | max s |", "|---|---|---|---|---|"]
+    lines += [f"| {x.alert} | {x.tier} | {x.matched} | {x.median_s:+.1f} | {x.max_s:+.1f} |" for x in m.latency]
+    return lines + [""]
+
+
 def report(m: Measured) -> str:
     r = ratios(m)
     ref_firing, extra, missing, attempt = m.alerts
@@ -145,7 +163,8 @@ def report(m: Measured) -> str:
     lines = [f"# Sharded topology, live: {m.gpus} GPUs on 2 Prometheus shards + a global vmalert", "",
              f"Reproduce: `.venv/bin/python benchmarks/sharded.py{' ' * bool(m.argv)}{m.argv}`  ",
              f"Run: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; rule files of commit {m.commit} (sha256 of "
-             f"the tiers' files, remote-write.yaml and the counters file: {m.digest}); engines: {m.engines}. "
+             f"the tiers' files, the shards' remote-write-shard-N.yaml and the counters file: {m.digest}); engines: "
+             f"{m.engines}. "
              "Numbers are from this one run.", "",
              "## Method", "",
              f"- Fleet: the synthetic fleet of benchmarks/fleet.py, {m.gpus} GPUs on {m.nodes} nodes, one exporter "
@@ -157,11 +176,12 @@ def report(m: Measured) -> str:
              "the hourly/daily history groups ran on no history (cheaper than in steady state).",
              f"- Shards: 2 Prometheus, each scraping the targets whose `hashmod` of `__address__` (modulus 2) is its "
              f"number (nodes {' + '.join(map(str, m.shard_nodes))}, GPUs {' + '.join(map(str, m.shard_gpus))}), "
-             "with alerts/sharded/shard/*.yaml and alerts/sharded/remote-write.yaml merged in (external label "
-             f"`shard`, the write_relabel_configs allowlist of {m.allowlist_names} names), remote-writing to one "
-             "victoria-metrics. Global tier: vmalert with alerts/sharded/global/*.yaml over that victoria-metrics "
-             "(`-rule.evalDelay` default 30 s), writing back into it. Reference: one Prometheus scraping every "
-             "node with alerts/prometheus/*.yaml."
+             "with alerts/sharded/shard/*.yaml and its own alerts/sharded/remote-write-shard-N.yaml merged in as "
+             "rendered (rulesgen.yaml's `sharding:` naming this victoria-metrics and the shards shard-0, shard-1: "
+             f"external label `shard`, the write_relabel_configs allowlist of {m.allowlist_names} names), "
+             "remote-writing to one victoria-metrics. Global tier: vmalert with alerts/sharded/global/*.yaml over "
+             f"that victoria-metrics (`-rule.evalDelay={m.evaluation_delay}s`, sharding.evaluation_delay), writing "
+             "back into it. Reference: one Prometheus scraping every node with alerts/prometheus/*.yaml."
              + (" Shard 0 also ran as vmalert over a victoria-metrics of its own (scraping shard 0's targets, listed; "
                 "same history)"
                 ", for the shard groups' cost on vmalert." if m.vm_shard else ""),
@@ -202,6 +222,7 @@ def report(m: Measured) -> str:
                   "|---|" + "---|" * len(servers)]
         lines += [f"| {n} | " + " | ".join(str(m.alerts_by_name[s].get(n, 0)) for s in servers) + " |" for n in names]
         lines.append("")
+    lines += latency_lines(m)
     if m.scrapes:
         lines += ["Scrapes in the last hour (live part): " + "; ".join(
             f"{k}: {failed:.0f} failed, longest {longest:.2f} s" for k, (failed, longest) in m.scrapes.items()), ""]

@@ -118,7 +118,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
         sharded = replace(sharded, shard_files=engine_fit.fit(sharded.shard_files, settings.max_rules_per_group),
                           global_files=engine_fit.fit(sharded.global_files, settings.max_rules_per_group))
     if sharded is not None:
-        artifacts += sharded_artifacts(sharded)
+        artifacts += sharded_artifacts(sharded, settings.outputs.prometheus_rule.namespace)
     scenarios = []
     if scenario_tests and scenarios_dir is not None and scenarios_dir.is_dir():
         scenarios = for_settings(load_scenarios(sorted(scenarios_dir.glob("*.yaml")), [fm.id for fm in catalog.failure_modes]),
@@ -197,9 +197,13 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
     files = list(rules.files)
     dashboards = [a for a in rendered if a.path.startswith("dashboards/") and a.path.endswith(".json")]
     extra: list[Artifact] = []
-    if out.prometheus_rule.enabled:
+    # topology: sharded renders the tiers' objects only: a single-server object beside them would be loaded by
+    # the same ruleSelector as the shard's and evaluate every rule twice (lint tier-mix). sharding.single_server_objects
+    # asks for both (this repository: the sharding proof compares the tiers with one server)
+    single = sharded is None or settings.sharding.single_server_objects
+    if out.prometheus_rule.enabled and single:
         extra += kube.rule_resources(files, out.prometheus_rule, kube.PROMETHEUS_RULE)
-    if out.vmrule.enabled:
+    if out.vmrule.enabled and single:
         extra += kube.rule_resources(files, out.vmrule, kube.VMRULE)
     for fmt, kind in ((out.prometheus_rule, kube.PROMETHEUS_RULE), (out.vmrule, kube.VMRULE)):
         if fmt.enabled and sharded is not None:

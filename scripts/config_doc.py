@@ -27,6 +27,14 @@ USER_KEYED = re.compile(r"extra_labels|outputs\.\w+\.(labels|instance_selector)|
 PROSE_KEYS = (
     ("failure_modes.<id>.enabled", "unset", "false: the mode is not rendered; true: rendered even in a disabled group"),
     ("failure_modes.<id>.severity", "unset", "remap a catalog severity, e.g. {warning: info}"),
+    ("sharding.write_url", "unset", "the global store's remote-write endpoint (Thanos Receive, Mimir, vminsert); unset, "
+     "the shards' configuration names an example host and `rulesgen render` warns"),
+    ("sharding.values", "unset", "source static: the shard label's value on each Prometheus, one file "
+     "alerts/sharded/remote-write-shard-N.yaml each (unset: shard-0 ... shard-<shards-1>)"),
+    ("sharding.single_server_objects", "false", "true: also render the single server's PrometheusRule/VMRule objects "
+     "(deploy/prometheus-operator/, deploy/victoriametrics-operator/, labelled rulesgen.io/tier: single) beside the "
+     "tiers', to compare them or to migrate; never let one Prometheus select both (docs/sharding.md \"One server "
+     "beside the tiers\")"),
 )
 # Sections the template gives no prose of its own.
 NOTES = {

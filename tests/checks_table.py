@@ -1,7 +1,8 @@
 """The planted rule files of `rulesgen lint`'s checks (tests/test_checks.py replays them): TABLE holds, per
 check code, a file that must give exactly that finding and its clean twin; CHECK_MODULES are the check
 modules of rulesgen/checks/, each imported by name. tests/test_layout.py counts a check module as tested
-when every Check it declares has a row here (covered_check_modules)."""
+when every Check it declares has a row here (covered_check_modules). A row's options may name files to write
+beside the planted one ("beside": {name: text}), linted with it: the finding must still be the planted file's."""
 import importlib
 import json
 import pkgutil
@@ -49,6 +50,19 @@ SHARD = "# Tier shard (alerts/sharded/shard/): local and partial rules only\n" +
   - record: fleet:dcgm_gpu_temp:quantile
     expr: {expr}
 """, name="rulesgen-shard")
+
+# A rulesgen PrometheusRule of a tier; tier-mix lints it beside another (TABLE's "beside": more files in its folder).
+RULE_OBJECT = """\
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: rulesgen-{name}
+  labels:
+    app.kubernetes.io/managed-by: rulesgen
+    rulesgen.io/tier: {tier}
+spec:
+  groups: []
+"""
 
 # An alert whose expression carries a GPU's identity (scope-identity asks it of every rulesgen alert).
 GPU_EXPR = "max by (cluster, Hostname, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP) > 90"
@@ -178,6 +192,10 @@ TABLE = {
                        SKEW.format(now="timestamp(up)", seen="max by (Hostname) (timestamp(DCGM_FI_DEV_GPU_TEMP))")),
     "tier-local": (SHARD.format(expr="quantile(0.9, DCGM_FI_DEV_GPU_TEMP)"), {}, (8, 5),
                    SHARD.format(expr="max(node:dcgm_gpu_temp:max)")),
+    # a single-server object in the folder of a shard's: the same ruleSelector loads both
+    "tier-mix": (RULE_OBJECT.format(name="health", tier="single"),
+                 {"beside": {"shard.yaml": RULE_OBJECT.format(name="shard-health", tier="shard")}}, (7, 5),
+                 RULE_OBJECT.format(name="global-health", tier="global")),
     # Grafana dashboards
     "dashboard-json": ("{\"panels\": [\n", {}, (1, 1), CLEAN),
     "dashboard-datasource": planted(r'"name": "ds"', **{"variable.datasource.name": "ds"}),

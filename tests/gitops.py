@@ -63,13 +63,14 @@ def scenarios(tmp_path):
 
 @pytest.fixture
 def repo(tmp_path, scenarios):
-    """A GitOps folder rendered with the repository's config (8 PrometheusRule files among its outputs)."""
+    """A GitOps folder rendered with the repository's config (topology: sharded: 13 PrometheusRule files of the
+    shard and global tiers among its outputs, and, sharding.single_server_objects, one server's 8)."""
     d = tmp_path / "repo"
     d.mkdir()
     user_config(d / "rulesgen.yaml")
     result = run_cli("render", "--scenarios", str(scenarios), cwd=d)
     assert result.returncode == 0, result.stderr
-    assert len(list((d / "deploy/prometheus-operator").glob("*.yaml"))) >= 8
+    assert len(list((d / "deploy/prometheus-operator-sharded").glob("*.yaml"))) >= 8
     return d
 
 

@@ -104,9 +104,9 @@ def _in_order(folder: Path, skip: tuple[str, ...] = ()) -> tuple[Path, ...]:
 
 def rendered_topology(root: Path) -> Topology:
     """rulesgen's own: alerts/prometheus (less the dashboard-only aggregates) for one server,
-    alerts/sharded/{shard,global} and the whole write_relabel_configs of alerts/sharded/remote-write.yaml
+    alerts/sharded/{shard,global} and the whole write_relabel_configs of alerts/sharded/remote-write-shard-0.yaml
     (the keep-regex on __name__, then the keep rule on the ALERTS the global rules read)."""
-    rw = yaml.safe_load((root / "alerts" / "sharded" / "remote-write.yaml").read_text())
+    rw = yaml.safe_load((root / "alerts" / "sharded" / "remote-write-shard-0.yaml").read_text())
     (remote_write,) = rw["remote_write"]
     label = next(iter(rw["global"]["external_labels"]))
     return Topology(

@@ -44,7 +44,7 @@ def test_generated_config_uncommented_is_exactly_the_defaults(tmp_path):
     check_against_catalog(settings, CATALOG)
     defaults = Settings()
     for f in dataclasses.fields(Settings):
-        if f.name not in ("source", "where_of_mode", "where_of_key", "given_urls", "failure_modes"):
+        if f.name not in ("source", "where_of_mode", "where_of_key", "given_urls", "sharding_unused", "failure_modes"):
             assert getattr(settings, f.name) == getattr(defaults, f.name), f.name
     modes = dict(settings.failure_modes)
     for fm in CATALOG.failure_modes:

@@ -15,12 +15,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from sharded_plan import (alert_key, compare_alerts, extrapolate, hashmod, only_targets, shard_config,  # noqa: E402
+from sharded_plan import (Latency, added_latency, alert_key, bench_config, compare_alerts, extrapolate,  # noqa: E402
+                          hashmod, note_active, only_targets, shard_config,
                           shard_scrape_job,
                           share_of_interval, split_targets, worst_per_gpu)
 from sharded_report import Measured, excess_by_rule, ratios, report  # noqa: E402
 
-FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write.yaml"
 
 def test_hashmod_is_prometheus_md5_arithmetic():
     import hashlib
@@ -65,28 +65,66 @@ def test_only_targets_lists_a_shards_targets():
     assert len(job["static_configs"]) == 2
 
 
-def a_shard_config():
-    fragment = yaml.safe_load(FRAGMENT.read_text())
+BENCH_URL = "http://127.0.0.1:8428/api/v1/write"
+
+
+@pytest.fixture(scope="module")
+def bench_render(tmp_path_factory):
+    """What benchmarks/sharded.py renders: the repository's rulesgen.yaml with bench_config's `sharding:`."""
+    from rulesgen.artifacts import plan
+    from rulesgen.catalog import bundled_catalog_dir
+    cfg = tmp_path_factory.mktemp("bench") / "rulesgen.yaml"
+    cfg.write_text(bench_config((ROOT / "rulesgen.yaml").read_text(), BENCH_URL, 2, 45))
+    return {a.path: a.text for a in plan(bundled_catalog_dir(), cfg, None, scenario_tests=False).artifacts}
+
+
+def a_shard_config(render):
+    fragment = yaml.safe_load(render["alerts/sharded/remote-write-shard-1.yaml"])
     job = {"job_name": "dcgm-exporter", "honor_labels": True, "scrape_interval": "60s",
            "static_configs": [{"targets": ["127.0.0.1:9400"]}]}
     rules = sorted(str(p) for p in (ROOT / "alerts" / "sharded" / "shard").glob("*.yaml"))
-    return fragment, rules, shard_config(fragment, 1, "http://127.0.0.1:8428/api/v1/write", rules, job, 2, "30s")
+    return fragment, rules, shard_config(fragment, 1, rules, job, 2, "30s")
 
 
-def test_shard_config_takes_the_rendered_fragment():
-    fragment, rules, cfg = a_shard_config()
+def test_the_bench_renders_each_shards_fragment_for_its_own_store(bench_render):
+    """The bench's render names its victoria-metrics and its two shards: each shard's fragment is used as it is."""
+    for i in range(2):
+        doc = yaml.safe_load(bench_render[f"alerts/sharded/remote-write-shard-{i}.yaml"])
+        assert doc["global"]["external_labels"] == {"shard": f"shard-{i}"} and doc["remote_write"][0]["url"] == BENCH_URL
+    fleet = yaml.safe_load(bench_render["deploy/victoriametrics-operator-sharded/rulesgen-global-fleet.yaml"])
+    assert {g["eval_delay"] for g in fleet["spec"]["groups"]} == {"45s"}
+
+
+def test_shard_config_takes_the_rendered_fragment_as_it_is(bench_render):
+    fragment, rules, cfg = a_shard_config(bench_render)
     assert cfg["global"]["external_labels"] == {"shard": "shard-1"}
     rw = cfg["remote_write"][0]
-    assert rw["url"] == "http://127.0.0.1:8428/api/v1/write"
-    assert rw["write_relabel_configs"] == fragment["remote_write"][0]["write_relabel_configs"]
+    assert rw == fragment["remote_write"][0] and rw["url"] == BENCH_URL
     assert cfg["alerting"] == fragment["alerting"]
     assert cfg["rule_files"] == rules and cfg["scrape_configs"][0]["relabel_configs"][1]["regex"] == "1"
-    assert fragment["global"]["external_labels"] == {"shard": "shard-0"}  # the fragment is not changed
+    assert "scrape_interval" not in fragment["global"]  # the fragment is not changed
 
 
-def test_a_shard_config_passes_promtool_check_config(tmp_path, promtool):
+def test_added_latency_is_the_first_sighting_on_each_tier_minus_the_references():
+    gpu = {"alertname": "GPUECCUncorrectable", "Hostname": "n1", "gpu": "3", "cluster": "c"}
+    fleet = {"alertname": "GPUFleetCapacityDegraded", "cluster": "c"}
+    seen: dict = {}
+    note_active(seen, "reference", [{"labels": gpu, "state": "firing"}], 100.0)
+    note_active(seen, "prometheus-shard-0", [{"labels": {**gpu, "shard": "shard-0"}, "state": "pending"}], 105.0)
+    note_active(seen, "vmalert-global", [{"labels": {**fleet, "alertgroup": "g"}, "state": "pending"}], 130.0)
+    note_active(seen, "reference", [{"labels": gpu, "state": "firing"}, {"labels": fleet, "state": "pending"}], 110.0)
+    note_active(seen, "vmalert-global", [{"labels": {"alertname": "Other"}, "state": "firing"},  # not the reference's
+                                         {"labels": {**fleet, "alertgroup": "g"}, "state": "firing"}], 200.0)
+    note_active(seen, "prometheus-shard-1", [{"labels": gpu, "state": "inactive"}], 100.0)
+    assert seen["reference"][alert_key(gpu)] == 100.0  # the first sighting stays
+    assert added_latency(seen, "reference") == [
+        Latency("GPUECCUncorrectable", "prometheus-shard-0", 1, 5.0, 5.0),
+        Latency("GPUFleetCapacityDegraded", "vmalert-global", 1, 20.0, 20.0)]
+
+
+def test_a_shard_config_passes_promtool_check_config(tmp_path, promtool, bench_render):
     path = tmp_path / "prometheus.yml"
-    path.write_text(yaml.safe_dump(a_shard_config()[2], sort_keys=False))
+    path.write_text(yaml.safe_dump(a_shard_config(bench_render)[2], sort_keys=False))
     out = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
 

@@ -58,6 +58,11 @@ def file_name(text: str) -> str:
 def lint_text(tmp_path: Path, text: str, **kwargs) -> list[Diagnostic]:
     path = tmp_path / file_name(text)
     path.write_text(text)
+    beside = kwargs.pop("beside", {})
+    for name, other in beside.items():
+        (tmp_path / name).write_text(other)
+    if beside:
+        return lint_files([path, *(tmp_path / name for name in beside)], **kwargs)
     return lint_files([path], **kwargs)
 
 

@@ -14,26 +14,40 @@ def load(path: Path):
     return yaml.safe_load(path.read_text())
 
 
+DELAY = {"PrometheusRule": "query_offset", "VMRule": "eval_delay"}
+
+
 def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, tmp_path):
+    """The repository's config is sharded and keeps the single server's objects (sharding.single_server_objects):
+    those wrap alerts/prometheus/ (rulesgen.io/tier: single), the tiers' objects wrap the tiers' plain files, the
+    global groups with their query delay added (each kind's own field). A user's sharded render has no single
+    objects (tests/test_sharding_config.py)."""
     for folder, api, kind in (("prometheus-operator", "monitoring.coreos.com/v1", "PrometheusRule"),
                               ("victoriametrics-operator", "operator.victoriametrics.com/v1beta1", "VMRule")):
-        d = rendered / "deploy" / folder
-        plain = {p.stem: load(p) for p in (rendered / "alerts" / "prometheus").glob("*.yaml")}
-        resources = sorted(p for p in d.glob("rulesgen-*.yaml"))
-        assert len(resources) == len(plain)
-        for p in resources:
-            doc = load(p)
-            assert (doc["apiVersion"], doc["kind"]) == (api, kind)
-            assert doc["metadata"]["namespace"] == "monitoring"
-            assert doc["spec"] == plain[p.stem.removeprefix("rulesgen-")]
-            spec = tmp_path / f"{folder}-{p.name}"
-            spec.write_text(yaml.safe_dump(doc["spec"]))
-            proc = subprocess.run([promtool, "check", "rules", str(spec)], capture_output=True, text=True)
-            assert proc.returncode == 0, proc.stdout + proc.stderr
-        kustomization = load(d / "kustomization.yaml")
-        assert kustomization["resources"] == [p.name for p in resources]
-    labels = load(rendered / "deploy/prometheus-operator/rulesgen-health.yaml")["metadata"]["labels"]
+        single = {p.stem: load(p) for p in (rendered / "alerts" / "prometheus").glob("*.yaml")}
+        tiers = {f"{tier}-{p.stem}": load(p) for tier in ("shard", "global")
+                 for p in (rendered / "alerts" / "sharded" / tier).glob("*.yaml")}
+        for d, plain in ((rendered / "deploy" / folder, single), (rendered / "deploy" / f"{folder}-sharded", tiers)):
+            resources = sorted(p for p in d.glob("rulesgen-*.yaml"))
+            assert len(resources) == len(plain)
+            for p in resources:
+                doc = load(p)
+                assert (doc["apiVersion"], doc["kind"]) == (api, kind)
+                assert doc["metadata"]["namespace"] == "monitoring"
+                tier = doc["metadata"]["labels"]["rulesgen.io/tier"]
+                assert (tier == "single") == (plain is single)
+                delays = {g.pop(DELAY[kind], None) for g in doc["spec"]["groups"]}
+                assert delays == ({"1m"} if tier == "global" else {None})
+                assert doc["spec"] == plain[p.stem.removeprefix("rulesgen-")]
+                spec = tmp_path / f"{d.name}-{p.name}"
+                spec.write_text(yaml.safe_dump(doc["spec"]))
+                proc = subprocess.run([promtool, "check", "rules", str(spec)], capture_output=True, text=True)
+                assert proc.returncode == 0, proc.stdout + proc.stderr
+            kustomization = load(d / "kustomization.yaml")
+            assert kustomization["resources"] == [p.name for p in resources]
+    labels = load(rendered / "deploy/prometheus-operator-sharded/rulesgen-shard-health.yaml")["metadata"]["labels"]
     assert labels["release"] == "kube-prometheus-stack"
+    assert "release" not in load(rendered / "deploy/prometheus-operator-sharded/rulesgen-global-fleet.yaml")["metadata"]["labels"]
 
 
 def test_dashboard_resources_carry_every_dashboard(rendered):

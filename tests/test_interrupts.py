@@ -79,8 +79,8 @@ def _two_renders(repo: Path, args: list[str], tmp_path: Path):
     result = run_cli("render", *args, cwd=new_dir)
     assert result.returncode == 0, result.stderr
     new = tree(new_dir)
-    assert any(p.startswith("deploy/prometheus-operator/") for p in old)
-    assert not any(p.startswith("deploy/prometheus-operator/") for p in new)
+    assert any(p.startswith("deploy/prometheus-operator") for p in old)
+    assert not any(p.startswith("deploy/prometheus-operator") for p in new)
     (repo / "rulesgen.yaml").write_text(NEW_CONFIG)
     return {**old, "rulesgen.yaml": NEW_CONFIG.encode()}, new
 

@@ -1,5 +1,5 @@
 """The shards' remote write forwards the ALERTS of exactly the alerts the global tier reads
-(alerts/sharded/remote-write.yaml, second keep rule of write_relabel_configs): every alert a shard
+(alerts/sharded/remote-write-shard-N.yaml, second keep rule of write_relabel_configs): every alert a shard
 fires is forwarded if and only if an ALERTS selector of a global rule can select it, and every other
 forwarded name passes whatever its labels. The relabelling is applied as Prometheus does (source label
 values joined by ';', the regex anchored at both ends); the fragment's validity as a configuration is
@@ -14,7 +14,7 @@ import yaml
 from rulesgen.promql.tree import selectors
 
 ROOT = Path(__file__).resolve().parent.parent
-FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write.yaml"
+FRAGMENT = ROOT / "alerts" / "sharded" / "remote-write-shard-0.yaml"
 
 
 def kept(rules: list[dict], labels: dict[str, str]) -> bool:

@@ -165,7 +165,11 @@ def test_explain_traces_each_alert_from_the_catalog_to_its_files():
     # the group a split leaves it in (README "Engine fit"): rulesgen-health-alerts[-reads-alerts][-N]
     assert re.fullmatch(r"-> GPUThermalThrottling  group rulesgen-health-alerts(-reads-alerts)?(-\d+)? in "
                         r"alerts/prometheus/health\.yaml", lines[1]), lines[1]
-    assert "deploy/prometheus-operator/rulesgen-health.yaml" in lines[2] and "tests/vmalert/rules/levels.yaml" in lines[2]
+    # topology: sharded: the shard tier's file and objects carry it, and (this repository's
+    # sharding.single_server_objects) the single server's object
+    assert "alerts/sharded/shard/health.yaml" in lines[2] and "tests/vmalert/rules/levels.yaml" in lines[2]
+    assert "deploy/prometheus-operator-sharded/rulesgen-shard-health.yaml" in lines[2]
+    assert "deploy/prometheus-operator/rulesgen-health.yaml" in lines[2]
     assert any(re.match(r"gpu:dcgm_gpu_temp:max  group rulesgen-gpu-signals-\d+ in alerts/prometheus/recording\.yaml; "
                         r"from catalog/signals\.yaml:", x) for x in lines)
     # transitively: the model limit reads the GPU count, which reads the reporting timestamp

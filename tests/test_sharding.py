@@ -74,7 +74,7 @@ def sharded_plan():
 
 
 def _topology_of(root: Path, remote_write: str) -> se.Topology:
-    path = root / "alerts" / "sharded" / "remote-write.yaml"
+    path = root / "alerts" / "sharded" / "remote-write-shard-0.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(remote_write)
     return se.rendered_topology(root)
@@ -84,9 +84,9 @@ def test_the_harness_forwards_exactly_what_the_rendered_remote_write_keeps(shard
     """The harness reads every write_relabel_configs rule, as Prometheus applies them (a series passes every
     keep rule and no drop rule): every name the global rules read passes, ALERTS only of the alerts they read
     (the second keep rule: the first alone forwarded every alert's), and a name none reads is refused. A keep
-    or drop rule planted in a copy of remote-write.yaml changes the result; a rewriting rule is refused."""
+    or drop rule planted in a copy of remote-write-shard-0.yaml changes the result; a rewriting rule is refused."""
     plan = sharded_plan
-    fragment = next(a.text for a in plan.artifacts if a.path == "alerts/sharded/remote-write.yaml")
+    fragment = next(a.text for a in plan.artifacts if a.path == "alerts/sharded/remote-write-shard-0.yaml")
     topology = _topology_of(tmp_path / "rendered", fragment)
     assert len(topology.relabel) == 2 and topology.listed.startswith("ALERTS|")
     shard = {topology.shard_label: "shard-0"}

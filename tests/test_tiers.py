@@ -11,12 +11,13 @@ from conftest import ROOT, replay_env, replay_fixture, selected
 from treeasserts import canonical, has, joins, reads
 from rulesgen.artifacts import MANIFEST, load_inputs, plan
 from rulesgen.builders.rules import build_rules
-from rulesgen.builders.sharded import REMOTE_WRITE, SHARD_PREFIX, build_sharded
+from rulesgen.builders.sharded import SHARD_PREFIX, build_sharded
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.checks import lint_files
 from rulesgen.model.output import Rule
 from rulesgen.promql import tree
 from rulesgen.promql.tree import names_read
+from rulesgen.render.shard_config import static_path
 from rulesgen.render.sharded import allowlist_regex
 from rulesgen.promql.tiers import GLOBAL, LOCAL, PARTIAL, Classifier, classify
 
@@ -262,7 +263,10 @@ def sharded_render(tmp_path_factory):
     """The repository's render (topology: sharded) and the same config with topology: single, with one
     scenario (its promtool and vmalert-tool tests are among the files compared)."""
     single_cfg = tmp_path_factory.mktemp("single") / "rulesgen.yaml"
-    single_cfg.write_text((ROOT / "rulesgen.yaml").read_text().replace("topology: sharded", "topology: single"))
+    doc = yaml.safe_load((ROOT / "rulesgen.yaml").read_text())
+    doc["topology"] = "single"
+    del doc["sharding"]  # one server's config: no shards
+    single_cfg.write_text(yaml.safe_dump(doc))
     scenarios = tmp_path_factory.mktemp("scenarios")
     shutil.copy(ROOT / "fixtures" / "scenarios" / "shard-capacity-two-plus-two.yaml", scenarios)
     sharded_plan = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", scenarios, scenario_tests=True)
@@ -270,11 +274,18 @@ def sharded_render(tmp_path_factory):
     return single_plan, sharded_plan
 
 
+SINGLE_OBJECTS = ("deploy/prometheus-operator/", "deploy/victoriametrics-operator/")
+
+
 def test_single_topology_is_byte_identical_and_sharded_only_adds(sharded_render):
+    """This repository's topology: sharded (sharding.single_server_objects: true) adds its files and changes none
+    of one server's, its rule objects included: the proofs compare the tiers with the one server
+    (tests/test_sharding_config.py: a user's sharded render leaves those objects out)."""
     single, sharded = sharded_render
     one = {a.path: a.text for a in single.artifacts}
     both = {a.path: a.text for a in sharded.artifacts}
     assert single.sharded is None
+    assert len([p for p in one if p.startswith(SINGLE_OBJECTS)]) > 8
     # the manifest lists every file written: the sharded ones add its lines (and nothing else changes)
     manifest = set(both.pop(MANIFEST).splitlines()) - set(one.pop(MANIFEST).splitlines())
     assert all(both[p] == t for p, t in one.items())
@@ -303,13 +314,13 @@ def test_kube_objects_are_labelled_by_tier(sharded_render):
         if a.path.startswith("deploy/prometheus-operator-sharded/rulesgen-"):
             doc = yaml.safe_load(a.text)
             seen[doc["metadata"]["name"]] = doc["metadata"]["labels"]["rulesgen.io/tier"]
-    assert seen["rulesgen-shard-health"] == "local" and seen["rulesgen-global-fleet"] == "global"
+    assert seen["rulesgen-shard-health"] == "shard" and seen["rulesgen-global-fleet"] == "global"
 
 
 def test_remote_write_keeps_exactly_the_forwarded_names(sharded_render):
     import re
     _, sharded = sharded_render
-    doc = yaml.safe_load(next(a.text for a in sharded.artifacts if a.path == REMOTE_WRITE))
+    doc = yaml.safe_load(next(a.text for a in sharded.artifacts if a.path == static_path(0)))
     keep = doc["remote_write"][0]["write_relabel_configs"][0]
     assert keep["action"] == "keep" and keep["source_labels"] == ["__name__"]
     assert keep["regex"] == allowlist_regex(sharded.sharded.forwarded)
@@ -325,7 +336,7 @@ def test_remote_write_keeps_exactly_the_forwarded_names(sharded_render):
 
 def test_remote_write_fragment_is_a_valid_prometheus_config(promtool, tmp_path):
     path = tmp_path / "prometheus.yml"
-    path.write_text((ROOT / REMOTE_WRITE).read_text())
+    path.write_text((ROOT / static_path(0)).read_text())
     proc = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 import promql_parser as pp
 
 from ..durations import format_duration
-from ..model.output import Rule, RuleFile, RuleGroup, RuleSet, ShardedRules
+from ..model.output import Rule, RuleFile, RuleGroup, RuleSet, ShardDeployment, ShardedRules
 from ..promql import labels as label_flow
 from ..promql import printer as promql_print
 from ..promql.graph import ALERT_SERIES
@@ -32,7 +32,6 @@ from .engine_fit import SLOW_INTERVAL
 
 SHARD_DIR = "alerts/sharded/shard"
 GLOBAL_DIR = "alerts/sharded/global"
-REMOTE_WRITE = "alerts/sharded/remote-write.yaml"
 SHARD_PREFIX = "shard:"
 TIER_MARK = "Tier"  # a rule file's header declares its tier: `# Tier shard (...` / `# Tier global (...` (rulesgen lint)
 
@@ -75,11 +74,12 @@ def _shard_record(name: str, expr: str, interval: int) -> tuple[str, str]:
 
 
 class _Builder:
-    def __init__(self, rules: RuleSet, settings, shard_label: str):
+    def __init__(self, rules: RuleSet, settings, shard_label: str, delay: int):
         self.files = rules.files
         self.flat = list(rules.rules)
         self.c: Classifier = classify(self.flat, settings)
         self.shard_label = shard_label
+        self.delay = delay  # s: the global groups' query delay
         self.tier = {id(r): self.c.tiers[i] for i, r in enumerate(self.flat)}
         self.index = {id(r): i for i, r in enumerate(self.flat)}
         self.forwarded: dict[str, None] = {}
@@ -295,8 +295,9 @@ class _Builder:
         out = []
         for g, rules in groups:
             rules = list(rules) + (self.extra.get((f.path, g.name), []) if extra else [])
-            if rules:
-                out.append(RuleGroup(g.name, tuple(rules), g.interval_seconds))
+            if rules:  # a global group evaluates in the past, after the shards' samples of its step arrived
+                out.append(RuleGroup(g.name, tuple(rules), g.interval_seconds,
+                                     (self.delay or None) if tier == "global" else None))
         name = f.path.rsplit("/", 1)[-1]
         what = (f"{TIER_MARK} shard (every shard loads this file): the local and partial rules of " if tier == "shard" else
                 f"{TIER_MARK} global (the global evaluator loads this file): the global rules of ")
@@ -345,5 +346,15 @@ def may_have_name(e: Expr) -> bool:
     return True
 
 
-def build_sharded(rules: RuleSet, settings, shard_label: str = "shard") -> ShardedRules:
-    return _Builder(rules, settings, shard_label).build()
+def deployment(settings) -> ShardDeployment:
+    """rulesgen.yaml `sharding:` as the shards' configuration reads it."""
+    sh = settings.sharding
+    return ShardDeployment(source=sh.source, write_url=sh.url, placeholder=sh.write_url is None,
+                           values=sh.shard_values, evaluation_delay=sh.evaluation_delay)
+
+
+def build_sharded(rules: RuleSet, settings, shard_label: str | None = None) -> ShardedRules:
+    """The split of `rules` (shard_label: default sharding.label), with the shards' deployment."""
+    sh = settings.sharding
+    out = _Builder(rules, settings, shard_label or sh.label, sh.evaluation_delay).build()
+    return replace(out, deployment=deployment(settings))

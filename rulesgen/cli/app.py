@@ -67,6 +67,15 @@ def placeholder_url_warnings(settings) -> None:
         what = ("runbook_url points at this project's own runbooks" if key == "runbook_base"
                 else "dashboard_url points at an example host")
         warn(f"{where}: urls.{key} is not set: every alert's {what} ({value}); set urls.{key} in {DEFAULT_CONFIG}")
+    sharding = settings.sharding
+    if settings.sharding_unused:
+        w = settings.where("sharding")
+        warn(f"{w.path}:{w.line}:{w.col}: sharding: is not used: topology is single, so only the single server's files "
+             "are rendered; set topology: sharded (or leave topology out) to render the shards' files from it")
+    if settings.topology == "sharded" and sharding.write_url is None:
+        warn(f"{where}: sharding.write_url is not set: the shards' configuration in alerts/sharded/ remote-writes to an "
+             f"example host ({sharding.url}); set sharding.write_url (your global store's remote-write endpoint) in "
+             f"{DEFAULT_CONFIG}")
 
 
 def apply_size_warnings(plan) -> None:

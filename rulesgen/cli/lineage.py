@@ -62,6 +62,12 @@ def _also(plan: Plan, placed: Placed, levels: dict[str, str]) -> list[str]:
     paths = {a.path for a in plan.artifacts}
     out = [p for p in (kube.resource_path(placed.path, k) for k in (kube.PROMETHEUS_RULE, kube.VMRULE)) if p in paths]
     name = placed.rule.alert or placed.rule.record
+    if plan.sharded is not None:  # the tiers' files holding it (an alert split by tier: both) and their objects
+        for tier, files in (("shard", plan.sharded.shard_files), ("global", plan.sharded.global_files)):
+            for f in files:
+                if any((r.alert or r.record) == name for g in f.groups for r in g.rules):
+                    out += [f.path] + [p for p in (kube.tiered_resource_path(f.path, tier, k)
+                                                   for k in (kube.PROMETHEUS_RULE, kube.VMRULE)) if p in paths]
     if name in levels and vmalert_tests.RULES_FILE in paths:
         out.append(f"{vmalert_tests.RULES_FILE} (group {levels[name]})")
     return out

@@ -238,7 +238,7 @@ def init(directory, force):
 
 
 @click.command()
-@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(exists=True))
 @catalog_option
 @config_option
 @click.option("--contract", is_flag=True,
@@ -248,6 +248,9 @@ def init(directory, force):
 def lint(files, catalog, config, contract, fmt):
     """Offline checks of rule FILES and Grafana dashboards (*.json; default alerts/prometheus/*.yaml,
     alerts/sharded/*/*.yaml and dashboards/*.json), in the manner of pint and grafana/dashboard-linter.
+
+    A folder stands for its *.yaml and *.yml files: a deployment folder (rule files, PrometheusRule or VMRule
+    objects, a kustomization) fails tier-mix when it holds two tiers.
 
     A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
     rules (tier-local), judged with every file given (lint alerts/sharded/*/*.yaml).
@@ -264,9 +267,12 @@ def lint(files, catalog, config, contract, fmt):
     from ..checks import lint_files
     from ..checks.dashboard_view import catalog_series
     from ..checks.scope_identity import mode_identity
-    paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
-                                         + sorted(Path("alerts/sharded").glob("*/*.yaml"))
-                                         + sorted(Path("dashboards").glob("*.json")))
+    paths = [p for f in files for p in _expand(Path(f))] if files else (
+        sorted(Path("alerts/prometheus").glob("*.yaml")) + sorted(Path("alerts/sharded").glob("*/*.yaml"))
+        + sorted(Path("dashboards").glob("*.json")))
+    if files and not paths:
+        raise click.UsageError(f"nothing to lint in {', '.join(files)}: a folder stands for its *.yaml and *.yml "
+                               "files, and it has none")
     try:
         from ..load.settings import load_settings
         settings = load_settings(config_path(config))
@@ -292,6 +298,13 @@ def lint(files, catalog, config, contract, fmt):
             click.echo(styled(str(f)))
         click.echo(f"{len(paths)} file(s), {len(findings)} finding(s)", err=True)
     sys.exit(1 if findings else 0)
+
+
+def _expand(path: Path) -> list[Path]:
+    """A folder's YAML files (lint DIR), else the file itself."""
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    return [path]
 
 
 @click.command(name="push")

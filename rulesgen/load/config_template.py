@@ -68,9 +68,25 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     conf(f"max_rules_per_group: {s.max_rules_per_group}")
     gap()
     prose("single: one Prometheus or vmalert evaluates every rule. sharded: also render alerts/sharded/ (rules",
-          "for shards split by node, rules for a global evaluator, the remote-write allowlist; README \"Sharded",
-          "topology\") and tier-labelled PrometheusRule/VMRule objects.")
+          "for shards split by node, rules for a global evaluator, what each shard applies; docs/sharding.md) and",
+          "tier-labelled PrometheusRule/VMRule objects in place of the single server's.")
     conf(f"topology: {_scalar(s.topology)}")
+    gap()
+    sh = s.sharding
+    prose('The shards (the section implies topology: sharded; docs/sharding.md "Deploying"). write_url: the global',
+          "store's remote-write endpoint (unset: an example host, and render warns). label: the external label naming a",
+          "shard. source: where each shard's value comes from: static (values: [a, b, ...], one per Prometheus; unset:",
+          "shard-0 ... for `shards`): alerts/sharded/remote-write-shard-N.yaml each; prometheus-operator (the",
+          "Operator's shard number, $(SHARD)): alerts/sharded/prometheus-operator-patch.yaml; vmagent",
+          "(-promscrape.cluster.memberNum): alerts/sharded/vmagent-shard-N.flags. evaluation_delay: how far in the past",
+          "the global groups evaluate (query_offset in PrometheusRule, eval_delay in VMRule), so the shards' remote",
+          "write has arrived; 0s-10m. single_server_objects: true also renders the single server's rule objects beside",
+          "the tiers' (to compare or migrate; default false: one ruleSelector could load both).")
+    conf("sharding:")
+    conf(f"  label: {_scalar(sh.label)}")
+    conf(f"  source: {_scalar(sh.source)}")
+    conf(f"  shards: {sh.shards}")
+    conf(f"  evaluation_delay: {format_duration(sh.evaluation_delay)}")
     gap()
     prose("Longest scrape interval of the dcgm-exporter job (`rulesgen lint`: raw windows >= 4x this).")
     conf(f"scrape_interval: {format_duration(s.scrape_interval)}")

@@ -14,7 +14,8 @@ from .jobmetrics import JobMetricsSettings
 from .jobmetrics import parse_settings as _job_metrics_settings
 from .mapping import Fields
 from .settings_sections import (
-    BaselineSettings, DashboardSettings, Outputs, parse_baselines, parse_dashboards, parse_outputs)
+    BaselineSettings, DashboardSettings, Outputs, ShardingSettings, parse_baselines, parse_dashboards, parse_outputs,
+    parse_sharding)
 from .yamlsource import load_file
 
 DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
@@ -65,6 +66,7 @@ class Settings:
     # Rules per group at most (0: no limit): Grafana Mimir's -ruler.max-rules-per-rule-group default (engine_fit.py).
     max_rules_per_group: int = 20
     topology: str = "single"  # single | sharded (TOPOLOGIES)
+    sharding: ShardingSettings = ShardingSettings()  # topology: sharded: remote write, shard label, delay
     runbook_base_url: str = "https://github.com/rulesgen/rulesgen/blob/main/runbooks/"
     grafana_base_url: str = "http://grafana.example.com"
     extra_labels: tuple[tuple[str, str], ...] = ()
@@ -81,6 +83,7 @@ class Settings:
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
     where_of_key: tuple[tuple[str, Where], ...] = field(default=(), compare=False)  # scrape_interval, failure_modes.X.for
     given_urls: tuple[str, ...] = field(default=(), compare=False)  # keys of its urls: section
+    sharding_unused: bool = field(default=False, compare=False)  # a sharding: section beside topology: single
 
     def where(self, key: str) -> Where:
         return dict(self.where_of_key).get(key, Where(self.source))
@@ -199,6 +202,24 @@ def _distinct_roles(labels: Fields, errors: Collector, kwargs: dict) -> None:
                        "label")
 
 
+# Labels the shard label may not be: the series' own (their target, job, GPU identity, alert state).
+_TAKEN_BY_SERIES = ("instance", "job", "alertname", "alertstate", "severity", "failure_mode", "action", "le", "quantile")
+
+
+def _shard_label_free(sharding: Fields, errors: Collector, kwargs: dict) -> None:
+    """sharding.label is added to every series a shard forwards and aggregated away by the global rules: a label
+    the series carry themselves (a role's, the GPU's identity, the target's) would be overwritten."""
+    label = kwargs["sharding"].label
+    roles = {kwargs.get(attr, getattr(Settings, attr)): f"labels.{key}" for key, attr in _ROLES}
+    roles.update({h: "labels.host_sources" for h in kwargs.get("host_sources", Settings.host_sources)})
+    roles.update({name: "the GPU's identity" for name in _FIXED_LABELS})
+    roles.update({name: "the series' own" for name in _TAKEN_BY_SERIES})
+    if label in roles and sharding.has("label"):
+        errors.add(sharding.at("label"), "bad-value",
+                   f"sharding.label: {label!r} is {roles[label]}: the shard label must be a label no series carries "
+                   "(each shard adds it to what it forwards, and the global rules drop it again)")
+
+
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
@@ -262,6 +283,14 @@ def load_settings(path: Path | None) -> Settings:
     topology = top.str("topology", choices=TOPOLOGIES)
     if topology is not None:
         kwargs["topology"] = topology
+    sharding = Fields(top.mapping("sharding"), errors, "sharding")
+    kwargs["sharding"] = parse_sharding(sharding, errors, _LABEL)
+    # a sharding: section is a sharded deployment: it implies topology: sharded; beside an explicit topology: single
+    # it is read and checked but unused, and render warns (sharding_unused)
+    if top.has("sharding") and topology is None:
+        kwargs["topology"] = "sharded"
+    kwargs["sharding_unused"] = top.has("sharding") and topology == "single"
+    _shard_label_free(sharding, errors, kwargs)
     scrape = top.duration("scrape_interval")
     if scrape is not None:
         if scrape <= 0:
@@ -328,7 +357,7 @@ def load_settings(path: Path | None) -> Settings:
     kwargs["failure_modes"] = tuple(mode_settings)
     kwargs["where_of_mode"] = tuple(wheres)
     kwargs["where_of_key"] = (("scrape_interval", top.at("scrape_interval")), ("keep_firing_for", top.at("keep_firing_for")),
-                              ("urls", top.at("urls")),
+                              ("urls", top.at("urls")), ("sharding", top.at("sharding")),
                               *((f"failure_modes.{m}.for", w) for m, w in wheres_for))
     kwargs["given_urls"] = tuple(sorted(str(k) for k in urls.node))
     kwargs["dashboards"] = parse_dashboards(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)

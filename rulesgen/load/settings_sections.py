@@ -143,3 +143,95 @@ def parse_baselines(fields: Fields, errors: Collector) -> BaselineSettings:
     fields.done()
     return BaselineSettings(window=window or default.window, min_history=history or default.min_history,
                             seasonality=seasonality or default.seasonality, interval=interval or default.interval)
+
+
+# Where each shard's value of the shard label comes from (`sharding.source`, docs/sharding.md "Deploying"):
+# static: a list, one Prometheus each; prometheus-operator: the Operator's shard number, `$(SHARD)` in the
+# Prometheus CR's externalLabels (its config reloader substitutes it per shard); vmagent: the shard's
+# -promscrape.cluster.memberNum.
+SHARD_SOURCES = ("static", "prometheus-operator", "vmagent")
+MAX_SHARDS = 1000
+MAX_EVALUATION_DELAY = 600  # the global tier's query delay at most: 10 minutes late is no longer an alert
+
+
+@dataclass(frozen=True)
+class ShardingSettings:
+    """The `sharding:` section (topology: sharded): where the shards remote-write, the shard label and where
+    each shard's value comes from, and how far in the past the global tier evaluates."""
+    write_url: str | None = None  # the global store's remote-write endpoint; None: a placeholder (render warns)
+    label: str = "shard"  # the external label naming a shard; the global rules aggregate it away
+    source: str = "static"  # SHARD_SOURCES
+    values: tuple[str, ...] = ()  # static: one value per Prometheus; () means shard-0 ... shard-<shards-1>
+    shards: int = 2  # how many shards (static: len(values) when given)
+    evaluation_delay: int = 60  # s: the global groups' query_offset / eval_delay (remote write's lag)
+    # True: also render the single server's rule objects (deploy/prometheus-operator/, deploy/victoriametrics-operator/,
+    # labelled rulesgen.io/tier: single) beside the tiers', to compare or migrate; False (default): the tiers' only
+    single_server_objects: bool = False
+
+    PLACEHOLDER_URL = "http://global-tsdb.example:8428/api/v1/write"
+
+    @property
+    def url(self) -> str:
+        return self.write_url or self.PLACEHOLDER_URL
+
+    @property
+    def shard_values(self) -> tuple[str, ...]:
+        """The label's value on each shard, in shard order."""
+        if self.source == "static":
+            return self.values or tuple(f"shard-{i}" for i in range(self.shards))
+        return tuple(str(i) for i in range(self.shards))  # the Operator's $(SHARD), vmagent's memberNum
+
+
+def parse_sharding(fields: Fields, errors: Collector, label_pattern: str) -> ShardingSettings:
+    default = ShardingSettings()
+    kwargs: dict = {}
+    url = fields.str("write_url", pattern=r"https?://\S+")
+    if url is not None:
+        kwargs["write_url"] = url
+    label = fields.label("label", label_pattern)
+    if label is not None:
+        kwargs["label"] = label
+    source = fields.str("source", choices=SHARD_SOURCES)
+    if source is not None:
+        kwargs["source"] = source
+    shards = fields.num("shards", integer=True)
+    if shards is not None and not 1 <= shards <= MAX_SHARDS:
+        errors.add(fields.at("shards"), "out-of-range", f"sharding.shards: {shards} is out of range [1, {MAX_SHARDS}]")
+    elif shards is not None:
+        kwargs["shards"] = shards
+    values = fields.str_list("values")
+    if fields.has("values"):
+        if (source or default.source) != "static":
+            errors.add(fields.at("values"), "bad-value",
+                       f"sharding.values: only with source: static (source {source!r} numbers its shards itself: "
+                       "set sharding.shards)")
+        elif not values:
+            errors.add(fields.at("values"), "bad-value", "sharding.values: give one value per Prometheus shard")
+        else:
+            bad = [v for v in values if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", v)]
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if bad or twice:
+                errors.add(fields.at("values"), "bad-value",
+                           f"sharding.values: {bad[0]!r} is not a plain value (letters, digits, _ . -)" if bad else
+                           f"sharding.values: {twice[0]!r} is given twice: each shard needs a value of its own (two "
+                           "shards writing the same series would overwrite each other's parts)")
+            elif len(values) > MAX_SHARDS:
+                errors.add(fields.at("values"), "out-of-range", f"sharding.values: more than {MAX_SHARDS} shards")
+            elif shards is not None and shards != len(values):
+                errors.add(fields.at("shards"), "bad-value",
+                           f"sharding.shards: {shards}, but sharding.values lists {len(values)}: leave shards out")
+            else:
+                kwargs["values"] = tuple(values)
+                kwargs["shards"] = len(values)
+    delay = fields.duration("evaluation_delay")
+    if delay is not None and not 0 <= delay <= MAX_EVALUATION_DELAY:
+        errors.add(fields.at("evaluation_delay"), "out-of-range",
+                   f"sharding.evaluation_delay is outside [0s, {MAX_EVALUATION_DELAY // 60}m]: the global tier must "
+                   "wait for the shards' remote write, and no longer than an alert can be late")
+    elif delay is not None:
+        kwargs["evaluation_delay"] = delay
+    single = fields.bool("single_server_objects")
+    if single is not None:
+        kwargs["single_server_objects"] = single
+    fields.done()
+    return ShardingSettings(**kwargs)

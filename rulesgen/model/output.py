@@ -117,6 +117,21 @@ class KubeOutput:
     instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
 
 
+# The label of every rendered rule object (PrometheusRule, VMRule) naming its tier: single (topology: single),
+# shard (every shard's ruleSelector) or global (the global evaluator's); lint tier-mix reads it.
+TIER_LABEL = "rulesgen.io/tier"
+
+
+@dataclass(frozen=True)
+class ShardDeployment:
+    """How the shards are run (rulesgen.yaml `sharding:`): what each shard's configuration says."""
+    source: str = "static"  # static | prometheus-operator | vmagent: where each shard's label value comes from
+    write_url: str = "http://global-tsdb.example:8428/api/v1/write"  # the global store's remote-write endpoint
+    placeholder: bool = True  # write_url is the example host (sharding.write_url not set)
+    values: tuple[str, ...] = ("shard-0", "shard-1")  # the shard label's value on each shard, in shard order
+    evaluation_delay: int = 60  # s the global groups evaluate in the past (query_offset / eval_delay)
+
+
 @dataclass(frozen=True)
 class ShardedRules:
     shard_files: tuple[RuleFile, ...]
@@ -128,6 +143,7 @@ class ShardedRules:
     # `alertname` or `failure_mode` (`="a"` or `=~"a|b"`): ((label, values), ...) with label alertname
     # or failure_mode; None: it reads ALERTS of any alert, or none.
     alerts_read: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    deployment: ShardDeployment = ShardDeployment()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
-from ..model.output import Artifact, KubeOutput, RuleFile
+from ..model.output import TIER_LABEL, Artifact, KubeOutput, RuleFile
 from .prometheus import groups_dict
 from .yamltext import dump, header
 
@@ -36,10 +36,12 @@ def _metadata(name: str, out: KubeOutput, extra_labels=(), annotations=()) -> di
 
 
 def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str, str, str]) -> list[Artifact]:
+    """The single-server rule files as resources, labelled rulesgen.io/tier: single (`topology: single` only)."""
     api, kind_name, folder = kind
     artifacts = []
     for f in rule_files:
-        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out), "spec": groups_dict(f, DELAY_FIELD[kind_name])}
+        doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out, ((TIER_LABEL, "single"),)),
+               "spec": groups_dict(f, DELAY_FIELD[kind_name])}
         artifacts.append(Artifact(resource_path(f.path, kind), header([f"{kind_name}: {f.description}"]) + dump(doc)))
     return artifacts + [kustomization(folder, artifacts)]
 
@@ -117,20 +119,28 @@ def kustomization(folder: str, resources: list[Artifact]) -> Artifact:
     return Artifact(f"{folder}/kustomization.yaml", header(["kustomization listing the resources of this folder."]) + dump(doc))
 
 
-TIER_LABEL = "rulesgen.io/tier"
+TIERS = ("single", "shard", "global")  # the values of TIER_LABEL
+
+
+def tiered_resource_path(rule_file: str, tier: str, kind: tuple[str, str, str]) -> str:
+    """Where the resource of kind wrapping a tier's rule file (alerts/sharded/<tier>/X.yaml) is written."""
+    return f"{kind[2]}-sharded/rulesgen-{tier}-{PurePosixPath(rule_file).stem.replace('_', '-')}.yaml"
 
 
 def tiered_rule_resources(shard_files: list[RuleFile], global_files: list[RuleFile], out: KubeOutput,
                           kind: tuple[str, str, str]) -> list[Artifact]:
-    """The sharded topology's rule files as resources in `<folder>-sharded/`, labelled
-    rulesgen.io/tier: local (every shard's ruleSelector) or global (the Thanos ruler's, vmalert's)."""
+    """The sharded topology's rule files as resources in `<folder>-sharded/`, labelled rulesgen.io/tier: shard
+    (every shard's ruleSelector: they carry the output's labels, e.g. release) or global (the Thanos ruler's,
+    Mimir's, vmalert's: they carry only managed-by and the tier, so a shard's `release` selector never loads
+    them). The global groups evaluate in the past by their query delay (query_offset, eval_delay)."""
     api, kind_name, folder = kind
     folder += "-sharded"
     artifacts = []
-    for tier, prefix, files in (("local", "shard", shard_files), ("global", "global", global_files)):
+    for tier, files in (("shard", shard_files), ("global", global_files)):
+        own = out if tier == "shard" else KubeOutput(enabled=True, namespace=out.namespace)
         for f in files:
-            name = f"rulesgen-{prefix}-" + PurePosixPath(f.path).stem.replace("_", "-")
-            doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(name, out, ((TIER_LABEL, tier),)),
-                   "spec": groups_dict(f)}
+            name = PurePosixPath(tiered_resource_path(f.path, tier, kind)).stem
+            doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(name, own, ((TIER_LABEL, tier),)),
+                   "spec": groups_dict(f, DELAY_FIELD[kind_name])}
             artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"{kind_name} ({TIER_LABEL}: {tier}): {f.description}"]) + dump(doc)))
     return artifacts + [kustomization(folder, artifacts)]

@@ -1,16 +1,11 @@
 """The sharded topology's files (README "Sharded topology"): the shard and global rule files, and the
-Prometheus remote-write fragment each shard merges into its configuration: its external shard label
-and the allowlist of exactly the series the global tier reads."""
+configuration each shard applies as it is (render/shard_config.py): its shard label's value, its remote
+write to the global store and the allowlist of exactly the series the global tier reads."""
 from __future__ import annotations
 
-import textwrap
-
-from ..builders.sharded import REMOTE_WRITE
 from ..model.output import Artifact, ShardedRules
 from .prometheus import render_rule_file
-from .yamltext import dump, header
-
-GLOBAL_WRITE_URL = "http://global-tsdb.example:8428/api/v1/write"  # placeholder: the global store's write endpoint
+from .shard_config import shard_configuration
 
 
 def allowlist_regex(forwarded: tuple[str, ...]) -> str:
@@ -38,27 +33,14 @@ def alerts_read_text(sharded: ShardedRules) -> str:
     return "; ".join(f"{label} {', '.join(values)}" for label, values in sharded.alerts_read or ())
 
 
-def remote_write_fragment(sharded: ShardedRules) -> Artifact:
-    doc = {
-        "global": {"external_labels": {sharded.shard_label: "shard-0"}},
-        "remote_write": [{"url": GLOBAL_WRITE_URL, "write_relabel_configs": write_relabel_configs(sharded)}],
-        "alerting": {"alert_relabel_configs": [{"action": "labeldrop", "regex": sharded.shard_label}]},
-    }
-    text = ("Prometheus configuration fragment for every shard: merge it into each shard's prometheus.yml. "
-            f"external_labels.{sharded.shard_label}: a value of its own per shard (shard-0, shard-1 ...); every partial "
-            "record keeps it and the global rules aggregate it away. remote_write.url: your global store (Thanos "
-            "Receive, Mimir, VictoriaMetrics cluster vminsert); the keep-regex forwards exactly the series the global "
-            f"rules in alerts/sharded/global/ read ({len(sharded.forwarded)} names)"
-            + (", and the second keep rule only the ALERTS of the alerts they read (by alertname or failure_mode: "
-               + alerts_read_text(sharded) + ")." if sharded.alerts_read else ".")
-            + " The write_relabel_configs list is also a vmagent -remoteWrite.urlRelabelConfig file. "
-            "alerting.alert_relabel_configs: the shard's alerts leave without the "
-            f"{sharded.shard_label} label, so a node moved to another shard keeps its alerts' identity (README "
-            '"Alert identity").')
-    lines = textwrap.wrap(text, 100, break_on_hyphens=False)
-    return Artifact(REMOTE_WRITE, header(lines) + dump(doc))
-
-
-def sharded_artifacts(sharded: ShardedRules) -> list[Artifact]:
+def sharded_artifacts(sharded: ShardedRules, namespace: str = "monitoring") -> list[Artifact]:
+    """namespace: of the Kubernetes objects among the shards' configuration (the PrometheusRule output's)."""
     return ([Artifact(f.path, render_rule_file(f)) for f in sharded.shard_files + sharded.global_files]
-            + [remote_write_fragment(sharded)])
+            + shard_configuration(sharded, write_relabel_configs(sharded), allowlist_what(sharded), namespace))
+
+
+def allowlist_what(sharded: ShardedRules) -> str:
+    """What the allowlist keeps, in words (the headers of the shards' configuration)."""
+    return (f"exactly the series the global rules in alerts/sharded/global/ read ({len(sharded.forwarded)} names)"
+            + (", and of ALERTS only the alerts they read (by alertname or failure_mode: "
+               + alerts_read_text(sharded) + ")" if sharded.alerts_read else ""))
