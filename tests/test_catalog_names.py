@@ -85,7 +85,7 @@ def test_minimal_catalog_renders_and_draws_only_the_declared_hand_made_panels(mi
         return [p["title"] for p in fleet["panels"]]
 
     # No fleet:dcgm_gpus:count (role fleet_gpus) in the minimal catalog: no GPU count, never a query of nothing.
-    assert fleet_titles() == ["Fleet", "Firing alerts by failure mode"]
+    assert fleet_titles() == ["Fleet", "Firing alerts by failure mode", "Alerts firing now"]
     (minimal_catalog / "dashboards.yaml").write_text("panels:\n  - panel: fleet.health_state\n    failure_mode: hot_gpu\n")
     signals = minimal_catalog / "signals.yaml"
     assert errors_of(load_catalog, minimal_catalog) == [
@@ -96,7 +96,8 @@ def test_minimal_catalog_renders_and_draws_only_the_declared_hand_made_panels(mi
     with signals.open("a") as out:
         out.write("  - record: fleet:dcgm_gpus:count\n    unit: short\n    description: GPUs reporting\n"
                   "    expr: count by ([[ fleet ]], modelName) (gpu:dcgm_reporting:timestamp)\n")
-    assert fleet_titles() == ["Fleet", "GPUs by model", "GPUs by health state", "Firing alerts by failure mode"]
+    assert fleet_titles() == ["Fleet", "GPUs by model", "GPUs by health state", "Firing alerts by failure mode",
+                              "Alerts firing now"]
 
 
 def test_bundled_catalog_declares_every_hand_made_panel_and_each_is_drawn(monkeypatch):

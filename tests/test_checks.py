@@ -2,6 +2,7 @@
 file (tests/checks_table.py) that must give exactly its finding, at its line and column, and a clean twin
 that must give none. No engine binary: every test here runs with an empty PATH and fails if anything
 starts a process."""
+import json
 import pkgutil
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from rulesgen import checks
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.checks import CHECKS, check_of, lint_files
-from rulesgen.checks.base import FILES, GROUP, LOAD, RULE
+from rulesgen.checks.base import DASHBOARD, FILES, GROUP, LOAD, RULE
 from rulesgen.checks.registry import MODULES
 from rulesgen.checks.runner import GENERATED_MARK, is_rulesgen_file
 from rulesgen.checks.template_labels import labels_used
@@ -49,8 +50,13 @@ def test_the_guard_refuses_a_process_from_the_test_thread_only():
     assert other == [0]
 
 
+def file_name(text: str) -> str:
+    """A planted dashboard (checks_table.TABLE: it starts with "{") is linted as dashboard.json."""
+    return "dashboard.json" if text.startswith("{") else "rules.yaml"
+
+
 def lint_text(tmp_path: Path, text: str, **kwargs) -> list[Diagnostic]:
-    path = tmp_path / "rules.yaml"
+    path = tmp_path / file_name(text)
     path.write_text(text)
     return lint_files([path], **kwargs)
 
@@ -66,7 +72,7 @@ def test_each_check_modules_planted_files_give_exactly_its_findings(tmp_path, na
         planted, kwargs, (line, col), _ = TABLE[check.code]
         found = lint_text(tmp_path, planted, **kwargs)
         assert [(f.code, f.line, f.col, f.severity) for f in found] == [(check.code, line, col, check.severity)], found
-        assert str(found[0]).startswith(f"{tmp_path / 'rules.yaml'}:{line}:{col}: {check.severity}[{check.code}]: ")
+        assert str(found[0]).startswith(f"{tmp_path / file_name(planted)}:{line}:{col}: {check.severity}[{check.code}]: ")
 
 
 @pytest.mark.parametrize("code", TABLE)
@@ -81,7 +87,7 @@ def test_every_check_has_a_row_and_a_module_in_the_registry():
     assert package == {m.__name__.rsplit(".", 1)[1] for m in MODULES} == set(CHECK_MODULES)
     assert {c.code for name in CHECK_MODULES for c in declared(name)} == set(CHECKS)
     for check in CHECKS.values():
-        assert check.severity in ("error", "warning") and check.doc and check.scope in (LOAD, FILES, GROUP, RULE)
+        assert check.severity in ("error", "warning") and check.doc and check.scope in (LOAD, FILES, GROUP, RULE, DASHBOARD)
         assert (check.run is None) == (check.scope == LOAD), check.code
 
 
@@ -271,3 +277,53 @@ def test_lint_asks_the_configured_cluster_label_and_the_catalogs_scopes(tmp_path
     assert run_cli("lint", str(rules), "--catalog", str(catalog)).returncode == 0
     bundled = run_cli("lint", str(rules))
     assert bundled.returncode == 1 and "cannot carry Hostname, gpu, UUID" in bundled.stdout
+
+
+# --- Grafana dashboards ---------------------------------------------------------------------------------
+
+def test_committed_dashboards_lint_clean():
+    """The rendered dashboards, judged together (`rulesgen lint` does by default): no finding."""
+    dashboards = sorted((ROOT / "dashboards").glob("*.json"))
+    assert len(dashboards) == 5
+    assert lint_files(dashboards) == []
+
+
+def test_lint_names_the_panel_of_each_fault_planted_in_a_rendered_dashboard(tmp_path):
+    """GPU Health with main's faults planted (a title of PromQL, rotmhz, an editable dashboard) and a link, a
+    variable and a series that lead nowhere: one finding each, naming its panel; the other four stay clean."""
+    for source in sorted((ROOT / "dashboards").glob("*.json")):
+        shutil.copy(source, tmp_path / source.name)
+    health = tmp_path / "gpu-health.json"
+    d = json.loads(health.read_text())
+    row = next(p for p in d["panels"] if p["type"] == "row" and p["id"] == 600)  # thermal throttling, collapsed
+    main, second = row["panels"][0], row["panels"][1]
+    main["title"] = 'Max by (cluster, Hostname) (label replace(timestamp({ name =~"DCGM FI DEV GPU TEMP"})))'
+    second["fieldConfig"]["defaults"]["unit"] = "rotmhz"
+    second["fieldConfig"]["defaults"]["links"][0]["url"] = "/d/rg-nowhere/x?${__url_time_range}"
+    second["targets"][0]["expr"] = second["targets"][0]["expr"].replace("gpu:dcgm_clock_event_thermal:active",
+                                                                        "gpu:dcgm_clock_event_thermal:activ")
+    d["editable"] = True
+    d["templating"]["list"].append(dict(d["templating"]["list"][-1], name="rank"))
+    health.write_text(json.dumps(d, sort_keys=True, indent=2) + "\n")
+    found = lint_files(sorted(tmp_path.glob("*.json")))
+    assert {Path(f.path).name for f in found} == {"gpu-health.json"}
+    assert sorted((f.code, f.message.split(":")[0]) for f in found) == [
+        ("dashboard-editable", "is editable"),
+        ("dashboard-link", "panel 602 'Thermal slowdown active (avg over 4m)'"),
+        ("panel-series", "panel 602 'Thermal slowdown active (avg over 4m)'"),
+        ("panel-title", f"panel 601 {main['title']!r}"),
+        ("panel-unit", "panel 602 'Thermal slowdown active (avg over 4m)'"),
+        ("variable-unused", "variable rank"),
+    ]
+
+
+def test_dashboard_checks_judge_foreign_dashboards_by_the_generic_rules_only(tmp_path):
+    """panel-series and dashboard-link are rulesgen's contract: a dashboard it did not generate may read other
+    exporters' series and link to dashboards not given; --contract holds it to them too."""
+    from checks_table import dashboard
+    foreign = tmp_path / "mine.json"
+    foreign.write_text(dashboard(description="team dashboard", tags=["team"], **{
+        "panel3.target.expr": 'max(node_load1{cluster=~"$cluster"})', "panel3.link": "/d/other/x"}))
+    assert lint_files([foreign]) == []
+    # its tag link and its data link lead to no dashboard given, node_load1 is no catalog series
+    assert sorted(f.code for f in lint_files([foreign], contract=True)) == ["dashboard-link", "dashboard-link", "panel-series"]

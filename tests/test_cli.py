@@ -270,10 +270,21 @@ def test_lint_json(tmp_path):
                                   "code": "alert-for", "message": "HotGPU: alert has no `for`: one bad sample pages someone"}
 
 
+def test_lint_judges_the_rendered_rule_files_and_dashboards_by_default():
+    """`rulesgen lint` with no file: the rule files and dashboards render writes, dashboards judged with the
+    repository's catalog and config; they lint clean."""
+    result = run_cli("lint", "--format", "json")
+    doc = as_json(result)
+    assert result.returncode == 0 and doc["findings"] == []
+    assert sorted(f for f in doc["files"] if f.endswith(".json")) == sorted(
+        f"dashboards/{p.name}" for p in (ROOT / "dashboards").glob("*.json")) and len(doc["files"]) > 5
+
+
 def test_contract_is_a_property_of_each_check():
     from rulesgen.checks import CHECKS, check_of
     assert {c.code for c in CHECKS.values() if c.contract} == {
-        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity"}
+        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity",
+        "panel-series", "dashboard-link"}
     assert check_of("rate-window").contract is False and check_of("no-such-check").severity == "warning"
 
 

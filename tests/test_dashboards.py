@@ -47,7 +47,7 @@ def dashboards(bundled):
 @pytest.fixture(scope="module")
 def known_series(bundled):
     return ({r.record for r in bundled.rules.rules if r.record} | {n for m in bundled.catalog.metrics for n in m.names}
-            | {"ALERTS", "up"})
+            | {"ALERTS", "ALERTS_FOR_STATE", "up"})  # the series the engines write themselves
 
 
 @pytest.fixture(scope="module")
@@ -204,15 +204,25 @@ def test_schema_rejects_planted_mistakes(dashboards):
 
 
 def test_variables_are_chained_from_datasource_to_pod(bundled, dashboards):
+    """The variables a dashboard's panels use, in chain order, each listing its values from a recording rule
+    (the host label normalised whatever the exporter calls it) filtered by the variables before it that the rule
+    carries: the GPU keys from the reporting record, the job keys (namespace, workload, pod) from the workload one."""
     s = bundled.settings
-    for d in dashboards.values():
+    chain = ["cluster", s.host_label, "gpu", "modelName", "namespace", "workload", "pod"]
+    gpu_keys = chain[:4]
+    for path, d in dashboards.items():
         variables = d["templating"]["list"]
-        assert [v["name"] for v in variables] == ["datasource", "cluster", s.host_label, "gpu", "modelName", "namespace", "pod"]
+        names = [v["name"] for v in variables]
+        assert names[0] == "datasource" and names[1:] == [n for n in chain if n in names], path
         assert variables[0]["type"] == "datasource" and variables[0]["query"] == "prometheus"
         for i, v in enumerate(variables[1:], start=1):
-            assert v["query"].startswith("label_values(") and v["datasource"] == DATASOURCE
+            record = bundled.catalog.named("reporting" if v["name"] in gpu_keys else "workload")
+            assert v["query"].startswith(f"label_values({record}") and v["datasource"] == DATASOURCE, (path, v["query"])
+            assert v["query"].endswith(f", {v['name']})") and v["refresh"] == 2
             for previous in variables[1:i]:
-                assert f"${previous['name']}" in v["query"], (v["name"], previous["name"])
+                carried = v["name"] in gpu_keys or previous["name"] != "modelName"  # the workload record has no model
+                assert (f"${previous['name']}" in v["query"]) == carried, (v["name"], previous["name"])
+    assert [v["name"] for v in dashboards["dashboards/gpu-health.json"]["templating"]["list"]] == ["datasource", *chain]
 
 
 def test_every_query_parses_in_promtool(promtool, dashboards, tmp_path):

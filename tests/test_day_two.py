@@ -50,7 +50,8 @@ def test_lint_without_rule_files_is_a_usage_error_naming_the_folder(tmp_path):
     folder.mkdir()
     result = run_cli("lint", cwd=folder)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert f"no rule files to lint here ({folder})" in result.stderr and "alerts/prometheus/*.yaml" in result.stderr
+    assert f"nothing to lint here ({folder})" in result.stderr and "alerts/prometheus/*.yaml" in result.stderr
+    assert "dashboards/*.json" in result.stderr
     assert "0 file(s)" not in result.stderr
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..load.mapping import Fields, did_you_mean
 from ..model.catalog import BASELINE_DIRECTIONS, BaselineSignal, BaselineStatistics, Threshold
-from .common import unique
+from .common import read_title, read_unit, unique
 
 
 def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], BaselineStatistics]:
@@ -19,7 +19,7 @@ def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], Ba
         metric = f.str("metric", required=True) or "?"
         if metric != "?" and metric not in known_metrics:
             errors.add(f.at("metric"), "unknown-metric", f"baseline {name}: unknown metric {metric!r}{did_you_mean(metric, known_metrics)}")
-        unit = f.str("unit", required=True) or "short"
+        unit = read_unit(f, f"baseline {name}")
         limits = {}
         for key in ("floor", "min_delta"):
             lf = Fields(f.mapping(key, required=True), errors, f"baseline {name} {key}", fallback=f.at(key))
@@ -40,7 +40,7 @@ def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], Ba
             alert=bool(f.bool("alert", required=True)), floor=limits["floor"], min_delta=limits["min_delta"],
             same_load=same_load, peers=bool(f.bool("peers", default=True)),
             reads_peers=bool(f.bool("reads_peers", default=False)), alert_signal=f.str("alert_signal"),
-            where=f.at("value")))
+            where=f.at("value"), title=read_title(f, f"baseline {name}")))
         if out[-1].alert_signal is not None:
             guards.append((name, out[-1].alert_signal, f.at("alert_signal")))
         if out[-1].reads_peers and out[-1].peers:

@@ -1,10 +1,13 @@
 """dashboards.yaml: the hand-made dashboard panels and rows, and the failure modes and thresholds they read."""
 from __future__ import annotations
 
+import re
+
 from ..load import template_syntax
 from ..load.mapping import Fields, did_you_mean
 from ..model.catalog import FailureMode, HandMadePanel, PanelText
-from ..model.panels import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS
+from ..model.panels import ALWAYS_TEXTS, PANELS, ROW, TEXT_KEYS, TEXTS, TITLE_KEY
+from ..model.words import CATALOG_TITLE_MAX, title_problem
 from .common import top_list
 
 
@@ -76,6 +79,13 @@ def read_texts(doc, errors, panels: list[HandMadePanel]) -> tuple[PanelText, ...
             text = f.str(key, required=True) or ""
             values[key] = text
             _check_placeholders(text, f.at(key), text_id, key, errors)
+        title = f.str(TITLE_KEY, default="") or ""
+        _check_placeholders(title, f.at(TITLE_KEY), text_id, TITLE_KEY, errors)
+        problem = title and title_problem(re.sub(r"\[\[.*?\]\]|\[%.*?%\]", "x", title), CATALOG_TITLE_MAX)
+        if problem:
+            errors.add(f.at(TITLE_KEY), "bad-title", f"dashboards.yaml text {text_id} title {title!r}: {problem}")
+            title = ""
+        values[TITLE_KEY] = title
         f.done()
         out.append(PanelText(id=str(text_id), where=tf.at(text_id), **values))
     for text_id in needed:

@@ -12,7 +12,7 @@ from ..model.catalog import (
     ACTIONS, BASELINE_MODE, BASELINE_THRESHOLDS, GROUPS, SCOPES, SEVERITIES, AlertSpec, FailureMode, Range, Runbook,
     Threshold, Window)
 from ..model.roles import ROLES
-from .common import top_list, unique
+from .common import read_title, top_list, unique
 
 # A failure mode's id and a threshold's name: snake_case words, never `__` (a threshold renders in a template
 # as the placeholder __threshold__MODE__NAME__, model/thresholds.py: a double underscore would make two
@@ -54,7 +54,8 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                            f"failure mode {fm_id} threshold {name}: {value:g} is out of its range {valid}")
             thresholds.append(Threshold(name=name, value=value,
                                         unit=tf.str("unit", required=True) or "", source=tf.str("source", required=True) or "",
-                                        description=tf.str("description", default="") or "", range=valid))
+                                        description=tf.str("description", default="") or "", range=valid,
+                                        title=read_title(tf, f"failure mode {fm_id} threshold {name}")))
             tf.done()
         windows = read_windows(f, f"failure mode {fm_id}", errors)
         alerts = []

@@ -7,7 +7,7 @@ from ..load import template_syntax
 from ..load.mapping import Fields, did_you_mean
 from ..load.yamlsource import where_in
 from ..model.catalog import XID_CLASSES, Alias, GpuModel, Metric, OwnLimit, Signal, Window, Xid
-from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, top_list, unique
+from .common import LEVELS, METRIC_PREFIXES, RECORD_NAME, read_title, read_unit, top_list, unique
 from .failure_modes import read_windows
 from .policy import read_bits
 from .roles import generated
@@ -92,9 +92,9 @@ def read_signals(doc, errors, known_metrics):
             if name not in known_metrics:
                 errors.add(f.at("expr"), "unknown-metric",
                            f"signal {record}: expression names unknown metric {name!r}{did_you_mean(name, known_metrics)}")
-        out.append(Signal(record=record, expr=expr, unit=f.str("unit", required=True) or "short",
+        out.append(Signal(record=record, expr=expr, unit=read_unit(f, f"signal {record}"),
                           description=f.str("description", required=True) or "", metrics=used, where=f.at("expr"),
-                          body=f.body_at("expr")))
+                          body=f.body_at("expr"), title=read_title(f, f"signal {record}")))
         f.done()
     return out
 

@@ -19,6 +19,7 @@ from ..promql import labels as label_flow
 from ..promql import tree as promql_tree
 
 LOAD, FILES, GROUP, RULE = "load", "files", "group", "rule"  # scopes: what a check's function takes
+DASHBOARD = "dashboard"  # a Grafana dashboard file (dashboard_view.Dashboard), judged with every one given
 WORKLOAD_LABELS = ("pod", "namespace", "container", "exported_pod", "exported_namespace", "exported_container")
 DEFAULT_PARTITION = ("Hostname", "hostname", "instance")  # tiers.partition_labels of the default settings
 

@@ -1,5 +1,5 @@
-"""`rulesgen lint`: load the rule files, run every check of the registry over the view of its scope,
-and return their findings as Diagnostics, sorted by file, line, column, code and message.
+"""`rulesgen lint`: load the rule files and the dashboards (*.json), run every check of the registry over the
+view of its scope, and return their findings as Diagnostics, sorted by file, line, column, code and message.
 
 Contract checks judge rulesgen's own files (its header, groups named rulesgen-*) and, on request, any
 file; the generic checks judge every file."""
@@ -11,7 +11,8 @@ from pathlib import Path
 from ..builders.engine_fit import MIMIR_MAX_RULES_PER_GROUP
 from ..errors import Diagnostic, RulesgenError
 from ..load.yamlsource import Node, load_file
-from .base import DEFAULT_PARTITION, FILES, GROUP, RULE, Check, Files, Group, Hit, Options, Rule
+from .base import DASHBOARD, DEFAULT_PARTITION, FILES, GROUP, RULE, Check, Files, Group, Hit, Options, Rule
+from .dashboard_view import Board, Dashboard, DashboardOptions, bundled_series, load_dashboard
 from .registry import check_of, of_scope
 from .scope_identity import bundled_identity
 
@@ -28,6 +29,25 @@ def is_rulesgen_file(path: Path, groups) -> bool:
     return GENERATED_MARK in head or any(str(g.get("name", "")).startswith(GROUP_PREFIX) for g in groups)
 
 
+def load_board(paths: list[Path], series: DashboardOptions, written: set[str]) -> tuple[Board, list[Diagnostic]]:
+    """The dashboards that load, judged together, the series known with the records `written`; a file that
+    does not load is a dashboard-json finding."""
+    dashboards, broken = [], []
+    board = Board(dashboards, DashboardOptions(series.known | written, series.counters))
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            broken.append(Diagnostic(str(path), 1, 1, "dashboard-json", f"cannot read: {exc}", check_of("dashboard-json").severity))
+            continue
+        data = load_dashboard(path, text)
+        if isinstance(data, str):
+            broken.append(Diagnostic(str(path), 1, 1, "dashboard-json", data, check_of("dashboard-json").severity))
+        else:
+            dashboards.append(Dashboard(str(path), text, data, board))
+    return board, broken
+
+
 def _diagnostic(check: Check, hit: Hit) -> Diagnostic:
     return Diagnostic(hit.path, hit.line, hit.col, check.code, hit.message, check.severity)
 
@@ -35,15 +55,21 @@ def _diagnostic(check: Check, hit: Hit) -> Diagnostic:
 def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 3600,
                contract: bool | None = None, partition: tuple[str, ...] = DEFAULT_PARTITION,
                max_rules: int = MIMIR_MAX_RULES_PER_GROUP, cluster_label: str = "cluster",
-               identity: tuple[tuple[str, tuple[str, ...]], ...] | None = None) -> list[Diagnostic]:
+               identity: tuple[tuple[str, tuple[str, ...]], ...] | None = None,
+               series: DashboardOptions | None = None) -> list[Diagnostic]:
     """contract: None holds rulesgen's own files to its contract and spares foreign ones; True holds
     every file to it, False none. partition: the labels a shard's nodes are split by (tier-local).
     max_rules: rules per group at most (0: no limit). cluster_label, identity: what scope-identity asks of
-    every alert and of each failure mode's (None: the bundled catalog's, under the default labels)."""
+    every alert and of each failure mode's (None: the bundled catalog's, under the default labels).
+    Files named *.json are Grafana dashboards, judged together by the dashboard checks; series: what their
+    queries may read (None: the bundled catalog's, dashboard_view.bundled_series), with the records the rule
+    files given write."""
     options = Options(scrape_interval, long_window, partition, max_rules, cluster_label,
                       bundled_identity() if identity is None else identity)
     findings: list[Diagnostic] = []
     docs = []
+    dashboard_paths = [p for p in paths if p.suffix == ".json"]
+    paths = [p for p in paths if p.suffix != ".json"]
     for path in paths:
         try:
             docs.append((path, load_file(path)))
@@ -57,5 +83,11 @@ def lint_files(paths: list[Path], scrape_interval: int = 15, long_window: int = 
     hits = [(c, h) for c in of_scope(FILES) for h in c.run(files)]
     hits += [(c, h) for c in of_scope(GROUP) for g in groups for h in c.run(g)]
     hits += [(c, h) for c in of_scope(RULE) for r in rules for h in c.run(r)]
+    if dashboard_paths:
+        written = {str(r["record"]) for _, g in files.groups for r in g.get("rules", []) or [] if "record" in r}
+        board, broken = load_board(dashboard_paths, series or bundled_series(), written)
+        findings += broken
+        judged.update({d.path: contract if contract is not None else d.generated for d in board.dashboards})
+        hits += [(c, h) for c in of_scope(DASHBOARD) for d in board.dashboards for h in c.run(d)]
     findings += [_diagnostic(c, h) for c, h in hits if judged.get(h.path, True) or not c.contract]
     return sorted(findings, key=lambda f: (f.path, f.line, f.col, f.code, f.message))

@@ -69,6 +69,14 @@ def placeholder_url_warnings(settings) -> None:
         warn(f"{where}: urls.{key} is not set: every alert's {what} ({value}); set urls.{key} in {DEFAULT_CONFIG}")
 
 
+def apply_size_warnings(plan) -> None:
+    """A dashboard resource too big for a client-side `kubectl apply` (its last-applied annotation, render/kube.py)."""
+    from ..render.kube import ANNOTATION_LIMIT, LAST_APPLIED, oversized
+    for path, size in oversized(plan.artifacts):
+        warn(f"{path}: a client-side `kubectl apply` would write {size:,} bytes of annotations ({LAST_APPLIED}), over "
+             f"Kubernetes' {ANNOTATION_LIMIT:,}: apply it with `kubectl apply --server-side`")
+
+
 def fail(exc: RulesgenError) -> None:
     for d in exc.diagnostics:
         click.echo(styled(str(d)), err=True)

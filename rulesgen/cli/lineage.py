@@ -121,7 +121,8 @@ def _panel(plan: Plan, group: str, panel_id: int) -> tuple[str, str, int] | None
     art = next((a for a in plan.artifacts if a.path == path), None)
     if art is None:
         return None
-    panels = json.loads(art.text).get("panels", [])
+    top = json.loads(art.text).get("panels", [])
+    panels = [q for p in top for q in (p, *p.get("panels", []))]  # a collapsed row holds its panels
     row = panel_id - 1
     title = next((p.get("title", "") for p in panels if p.get("id") == panel_id), None)
     if title is None:

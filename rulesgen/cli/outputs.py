@@ -13,9 +13,9 @@ from ..engines.replay import run_promtool_test
 from ..engines.tools import ToolMissing
 from ..errors import RulesgenError
 from .app import (
-    catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option, emit_json, error, fail,
-    format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config, scenario_warnings, styled,
-    with_common)
+    apply_size_warnings, catalog_option, check_out_folder, config_option, config_path, defaults_option, diff_option,
+    emit_json, error, fail, format_option, out_option, placeholder_url_warnings, plan_or_fail, render_config,
+    scenario_warnings, styled, with_common)
 
 
 def _print_diff(changes) -> None:
@@ -57,6 +57,7 @@ def render(catalog, config, scenarios, scenario_tests, defaults, out, show_diff,
     changed = arts.write_all(Path(out), plan.artifacts, force=force)
     scenario_warnings(plan, scenarios)
     placeholder_url_warnings(plan.settings)
+    apply_size_warnings(plan)
     click.echo(f"rendered {len(plan.artifacts)} files ({len(changed)} changed) into {out}")
     for name in changed:
         click.echo(f"  {name}")
@@ -245,7 +246,8 @@ def init(directory, force):
                    "failure_mode, action; annotations summary, description, runbook_url, dashboard_url).")
 @format_option
 def lint(files, catalog, config, contract, fmt):
-    """Offline checks of rule FILES (default alerts/prometheus/*.yaml and alerts/sharded/*/*.yaml), in the manner of pint.
+    """Offline checks of rule FILES and Grafana dashboards (*.json; default alerts/prometheus/*.yaml,
+    alerts/sharded/*/*.yaml and dashboards/*.json), in the manner of pint and grafana/dashboard-linter.
 
     A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
     rules (tier-local), judged with every file given (lint alerts/sharded/*/*.yaml).
@@ -253,26 +255,34 @@ def lint(files, catalog, config, contract, fmt):
     Rate windows, `for`, long raw windows and instant reads of slow records apply to every file; the
     rulesgen contract applies to rulesgen's own files (its header, groups named rulesgen-*) or with --contract.
     The labels each failure mode's alerts must carry come from its scope in --catalog and the label names in
-    --config (scope-identity)."""
+    --config (scope-identity).
+
+    Dashboards are judged together (their links' targets are among them) by grafana/dashboard-linter's rules
+    that apply and rulesgen's own; a series a panel reads must be recorded by --catalog's rules (with --config)
+    or by a rule file given, or be a catalog metric (docs/cli.md lists the checks and the rules left out)."""
     from ..catalog import load_catalog
     from ..checks import lint_files
+    from ..checks.dashboard_view import catalog_series
     from ..checks.scope_identity import mode_identity
+    paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
+                                         + sorted(Path("alerts/sharded").glob("*/*.yaml"))
+                                         + sorted(Path("dashboards").glob("*.json")))
     try:
         from ..load.settings import load_settings
         settings = load_settings(config_path(config))
-        identity = mode_identity(load_catalog(Path(catalog)), settings)
+        loaded = load_catalog(Path(catalog))
+        identity = mode_identity(loaded, settings)
+        series = catalog_series(loaded, settings) if any(p.suffix == ".json" for p in paths) else None
     except RulesgenError as exc:
         fail(exc)
     from ..promql.tiers import partition_labels
-    paths = [Path(f) for f in files] or (sorted(Path("alerts/prometheus").glob("*.yaml"))
-                                         + sorted(Path("alerts/sharded").glob("*/*.yaml")))
     if not paths:
-        raise click.UsageError(f"no rule files to lint here ({Path.cwd()}): alerts/prometheus/*.yaml and "
-                               "alerts/sharded/*/*.yaml match nothing; run `rulesgen render` first, or name the "
+        raise click.UsageError(f"nothing to lint here ({Path.cwd()}): alerts/prometheus/*.yaml, alerts/sharded/*/*.yaml "
+                               "and dashboards/*.json match nothing; run `rulesgen render` first, or name the "
                                "files: rulesgen lint FILE...")
     findings = lint_files(paths, settings.scrape_interval, contract=True if contract else None,
                           max_rules=settings.max_rules_per_group, partition=partition_labels(settings),
-                          cluster_label=settings.cluster_label, identity=identity)
+                          cluster_label=settings.cluster_label, identity=identity, series=series)
     if fmt == "json":
         emit_json({"files": [str(p) for p in paths],
                    "findings": [{"path": f.path, "line": f.line, "col": f.col, "severity": f.severity, "code": f.code,

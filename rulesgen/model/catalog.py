@@ -29,6 +29,18 @@ BASELINE_MODE = "baseline_deviation"
 BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peers_min", "fleet_peers_min")
 
 
+# Words in catalog names a panel title may spell differently ("ecc" -> "ECC"): humanized() below.
+WORDS = {"ecc": "ECC", "sbe": "SBE", "dbe": "DBE", "xid": "XID", "pcie": "PCIe", "nvlink": "NVLink", "gpu": "GPU",
+         "gpus": "GPUs", "fb": "FB", "sm": "SM", "dram": "DRAM", "rx": "RX", "mad": "MAD", "crc": "CRC", "dcgm": "DCGM"}
+
+
+def humanized(name: str) -> str:
+    """A catalog name in words, for a catalog that gives no title: "ecc_sbe_rate" -> "ECC SBE rate"."""
+    words = [WORDS.get(w, w) for w in name.replace("dcgm_", "").split("_") if w]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
 @dataclass(frozen=True)
 class Alias:
     """Another name a field is exported under, and the factor that turns its values into the
@@ -160,6 +172,12 @@ class Signal:
     metrics: tuple[str, ...]
     where: Where = field(compare=False, default=Where("<builtin>"))
     body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
+    title: str = ""  # a dashboard panel's words (signals.yaml title:); "" in a catalog written before it existed
+
+    @property
+    def panel_title(self) -> str:
+        """Its title; a catalog without one gets the record's metric part in words (a name, never PromQL)."""
+        return self.title or humanized(self.record.split(":")[1])
 
 
 @dataclass(frozen=True)
@@ -189,6 +207,11 @@ class Threshold:
     source: str
     description: str = ""
     range: Range = Range()
+    title: str = ""  # a dashboard panel's words for the value compared with it (failure_modes.yaml title:)
+
+    @property
+    def panel_title(self) -> str:
+        return self.title or humanized(self.name)
 
 
 @dataclass(frozen=True)
@@ -211,6 +234,7 @@ class PanelText:
     normal: str
     do: str
     where: Where = field(compare=False, default=Where("<builtin>"))
+    title: str = ""  # the panel's title, a template too; "" in a file written before titles were read from it
 
 
 @dataclass(frozen=True)
@@ -240,6 +264,11 @@ class BaselineSignal:
     reads_peers: bool = False  # its value reads the peer medians, so it is recorded after them
     alert_signal: str | None = None  # the `signal` label its alerts carry (default: its own name)
     where: Where = field(compare=False, default=Where("<builtin>"))
+    title: str = ""  # its dashboard panel's words (baselines.yaml title:)
+
+    @property
+    def panel_title(self) -> str:
+        return self.title or humanized(self.signal)
 
 
 @dataclass(frozen=True)

@@ -127,8 +127,18 @@ def folder_uid(folder: str) -> str:
     return stable_uid("folder:" + folder)
 
 
+def runbook_slug(failure_mode_id: str) -> str:
+    """The name of a failure mode's runbook page: its id with hyphens (the dashboards' firing table makes the
+    same from the failure_mode label with label_replace)."""
+    return failure_mode_id.replace("_", "-")
+
+
+def runbook_page_url(base: str, slug: str) -> str:
+    return base.rstrip("/") + "/" + slug + ".md"
+
+
 def runbook_url(base: str, failure_mode_id: str) -> str:
-    return base.rstrip("/") + "/" + failure_mode_id.replace("_", "-") + ".md"
+    return runbook_page_url(base, runbook_slug(failure_mode_id))
 
 
 def runbook_path(failure_mode_id: str) -> str:

@@ -36,11 +36,12 @@ LOSS_PER_RANK = ("rank_loss", "job_loss_smoothed", "training_job")
 STEP_PER_RANK = ("rank_step", "job_step_median", "training_job")
 
 
-# The descriptions of the panels drawn by code of their own: catalog/dashboards.yaml `texts:`, by id, each a
-# {shows, normal, do} of templates. Here: the placeholders the builder fills in each ([[ NAME ]]), checked at load.
+# The titles and descriptions of the panels drawn by code of their own: catalog/dashboards.yaml `texts:`, by id,
+# each a {title, shows, normal, do} of templates. Here: the placeholders the builder fills in each ([[ NAME ]]), checked at load.
 # A panel's text has its id (and its spec's `texts`); ALWAYS_TEXTS are drawn whatever the file declares.
 TEXTS = {
     "alerts.firing": (),
+    "alerts.firing_table": ("lead_hours",),
     "fleet.gpus_by_model": ("signal",),
     "fleet.health_state": ("mode",),
     "fleet.utilisation": ("mode", "runbook_do"),
@@ -49,14 +50,14 @@ TEXTS = {
     "jobs.pods_gpus": (),
     "jobs.rank_clock_spread": ("signal", "straggler_below", "runbook_do"),
     "jobs.rank_sm_spread": (),
-    "jobs.per_gpu": ("signal",),
+    "jobs.per_gpu": ("signal", "signal_title"),
     "jobs.pods_alerts": (),
     "jobs.hardware_alerts": (),
     "jobs.loss_per_rank": ("loss",),
     "jobs.step_per_rank": ("step",),
     "rows.job_alerts": ("summary", "runbook_do"),
     "baselines.signals": ("description", "value_record", "history_span", "busy_only", "alert", "sign", "alert_edge",
-                          "floor", "runbook_do"),
+                          "floor", "runbook_do", "signal_title"),
     "rows.baseline_deviation.history": ("signals", "history_edge", "min_history_days", "runbook_do"),
     "rows.baseline_deviation.peers": ("signals", "peer_edge", "mad_to_sigma", "runbook_do"),
     "rows.ghost_loss": ("record", "look_back_hours", "runbook_do"),
@@ -66,8 +67,9 @@ TEXTS = {
     "rows.step_time_straggler": ("record", "straggler_above", "runbook_do"),
     "rows.step_time_straggler.spread": ("record", "spread_above", "runbook_do"),
 }
-ALWAYS_TEXTS = ("alerts.firing", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts")
+ALWAYS_TEXTS = ("alerts.firing", "alerts.firing_table", "fleet.gpus_by_model", "jobs.per_gpu", "jobs.pods_alerts", "rows.job_alerts")
 TEXT_KEYS = ("shows", "normal", "do")
+TITLE_KEY = "title"  # optional beside TEXT_KEYS: the panel's title (of a row's panel, the part after the mode's title)
 
 
 PANELS = {

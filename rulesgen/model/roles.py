@@ -32,9 +32,9 @@ class RoleSpec:
 ROLES = {
     # --- records: catalog/signals.yaml roles: ---------------------------------------------------------
     "reporting": RoleSpec(RECORD, "one series per reporting GPU: the model limits are written on it, "
-                          "dashboards keep the selected GPUs with it", ("gpu:dcgm_reporting:timestamp",), required=True),
+                          "dashboards keep the selected GPUs with it and list their GPU variables from it", ("gpu:dcgm_reporting:timestamp",), required=True),
     "workload": RoleSpec(RECORD, "the pod on each GPU: alerts and dashboards join it (failure modes' default "
-                         "workload_from)", ("gpu:dcgm_workload:info",), required=True),
+                         "workload_from), the dashboards list their job variables from it", ("gpu:dcgm_workload:info",), required=True),
     "fleet_gpus": RoleSpec(RECORD, "GPUs reporting per cluster and model: the fleet dashboard's GPU count (drawn when "
                            "defined)", ("fleet:dcgm_gpus:count",)),
     "util_per_gpu": RoleSpec(RECORD, "GPU_UTIL per GPU: the baselines' busy filter, GPU-hours, cost, the jobs table",
@@ -59,8 +59,6 @@ ROLES = {
     "rank_step_vs_job": RoleSpec(RECORD, "a rank's step time over its job's median", ("rank:training_step_vs_job:ratio",)),
     "job_step_cv": RoleSpec(RECORD, "stddev / mean of a job's step times across ranks", ("job:training_step:cv",)),
     # --- metrics: catalog/metrics.yaml roles: ---------------------------------------------------------
-    "variables": RoleSpec(METRIC, "the series the dashboard variables list their values from (every GPU reports it)",
-                          ("DCGM_FI_DEV_GPU_TEMP",), required=True),
     "plot_context": RoleSpec(METRIC, "`replay --plot`: drawn after a scenario's failure modes' own metrics", (
         "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_UTIL"), many=True),
     "xid_gauge": RoleSpec(METRIC, "the XID gauge the xid-* replay dialects rewrite", ("DCGM_FI_DEV_XID_ERRORS",)),

@@ -2,7 +2,10 @@
 and a kustomization.yaml per folder listing them."""
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
+
+import yaml
 
 from ..model.output import Artifact, KubeOutput, RuleFile
 from .prometheus import groups_dict
@@ -41,11 +44,51 @@ def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str,
     return artifacts + [kustomization(folder, artifacts)]
 
 
+# kubectl's client-side apply keeps the whole object it applied, as compact JSON, in this annotation, and the API
+# server refuses an object whose annotations (keys and values) total more than 256 KiB
+# (k8s.io/apimachinery/pkg/api/validation TotalAnnotationSizeLimitB). Server-side apply keeps no such copy.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+ANNOTATION_LIMIT = 256 * 1024
+DASHBOARD_FOLDERS = ("deploy/grafana-dashboards", "deploy/grafana-operator")
+
+
+def compact_json(text: str) -> str:
+    """A dashboard's JSON without indentation (about 60% of dashboards/*.json): the same dashboard, in a third
+    less of the object kubectl copies into its annotation."""
+    return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def last_applied_size(doc: dict) -> int:
+    """Bytes the object's annotations take after a client-side `kubectl apply`: its own, and the last-applied copy
+    as kubectl writes it (Go's encoding/json: compact, UTF-8, <, > and & escaped as \\u003c ..., U+2028 and U+2029
+    as \\u2028, a trailing newline)."""
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n"
+    escapes = 5 * sum(text.count(c) for c in "<>&") + 3 * sum(text.count(c) for c in "\u2028\u2029")
+    own = (doc.get("metadata") or {}).get("annotations") or {}
+    return len(LAST_APPLIED) + len(text.encode()) + escapes + sum(len(str(k).encode()) + len(str(v).encode())
+                                                                  for k, v in own.items())
+
+
+def oversized(artifacts: list[Artifact], limit: int = ANNOTATION_LIMIT) -> list[tuple[str, int]]:
+    """(path, size) of each dashboard resource whose client-side apply would pass the annotation limit."""
+    out = []
+    for a in artifacts:
+        if a.path.startswith(DASHBOARD_FOLDERS) and not a.path.endswith("kustomization.yaml"):
+            size = last_applied_size(yaml.safe_load(a.text))
+            if size > limit:
+                out.append((a.path, size))
+    return out
+
+
 def _dashboard_resources(dashboards: list[Artifact], folder: str, what: str, document) -> list[Artifact]:
     artifacts = []
     for d in dashboards:
         name = "rulesgen-" + PurePosixPath(d.path).stem
-        artifacts.append(Artifact(f"{folder}/{name}.yaml", header([f"{what}: {d.path}"]) + dump(document(name, d))))
+        lines = [f"{what}: {d.path}, as compact JSON.",
+                 f"A client-side `kubectl apply` copies the object into its {LAST_APPLIED}",
+                 f"annotation, at most {ANNOTATION_LIMIT:,} bytes: `rulesgen render` warns when a dashboard passes it,",
+                 "then apply with `kubectl apply --server-side`."]
+        artifacts.append(Artifact(f"{folder}/{name}.yaml", header(lines) + dump(document(name, d))))
     return artifacts + [kustomization(folder, artifacts)]
 
 
@@ -54,8 +97,8 @@ def dashboard_configmaps(dashboards: list[Artifact], out: KubeOutput) -> list[Ar
     def document(name, d):
         return {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": _metadata(name, out, (("grafana_dashboard", "1"),), (("grafana_folder", out.folder),)),
-                "data": {PurePosixPath(d.path).name: d.text}}
-    return _dashboard_resources(dashboards, "deploy/grafana-dashboards", "Dashboard ConfigMap for the Grafana sidecar", document)
+                "data": {PurePosixPath(d.path).name: compact_json(d.text)}}
+    return _dashboard_resources(dashboards, DASHBOARD_FOLDERS[0], "Dashboard ConfigMap for the Grafana sidecar", document)
 
 
 def grafana_dashboards(dashboards: list[Artifact], out: KubeOutput) -> list[Artifact]:
@@ -64,8 +107,8 @@ def grafana_dashboards(dashboards: list[Artifact], out: KubeOutput) -> list[Arti
         return {"apiVersion": "grafana.integreatly.org/v1beta1", "kind": "GrafanaDashboard",
                 "metadata": _metadata(name, out),
                 "spec": {"folder": out.folder, "instanceSelector": {"matchLabels": dict(out.instance_selector)},
-                         "json": d.text}}
-    return _dashboard_resources(dashboards, "deploy/grafana-operator", "GrafanaDashboard for grafana-operator", document)
+                         "json": compact_json(d.text)}}
+    return _dashboard_resources(dashboards, DASHBOARD_FOLDERS[1], "GrafanaDashboard for grafana-operator", document)
 
 
 def kustomization(folder: str, resources: list[Artifact]) -> Artifact:

@@ -28,13 +28,15 @@ from ...load.settings import Settings
 from ...model import conventions
 from ...model.catalog import Catalog, FailureMode
 from ...model.output import (
-    DASHBOARD_GENERATED_NOTE, DASHBOARD_GENERATED_TAG, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet)
+    DASHBOARD_GENERATED_NOTE, DASHBOARD_SCHEMA_VERSION, DashboardFile, RuleSet)
 from ..series_check import check_reads
 from .baselines import baseline_panels
 from .context import Context, variable_templates
+from .firing import firing_table
 from .fleet import fleet_panels
 from .jobs import job_panels
-from .layout import section
+from .layout import flattened, section
+from .links import dashboard_links, dashboard_tags, used_variables, with_view_links
 from .panels import firing_alerts_panel
 from .rows import active_modes, alert_annotations, failure_mode_rows
 
@@ -58,29 +60,32 @@ def _group(ctx: Context, group: str) -> list[FailureMode]:
 
 # Each dashboard's header row (title, panels) above its failure-mode rows.
 HEADERS = {
-    "gpu-fleet-overview": ("Fleet", fleet_panels),
-    "gpu-health": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "health"), "Firing health alerts")]),
-    "gpu-performance": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "efficiency"), "Firing efficiency alerts")]),
+    "gpu-fleet-overview": ("Fleet", lambda ctx: [*fleet_panels(ctx), firing_table(ctx, list(ctx.catalog.failure_modes))]),
+    "gpu-health": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "health")),
+                                            firing_table(ctx, _group(ctx, "health"))]),
+    "gpu-performance": ("Overview", lambda ctx: [firing_alerts_panel(ctx, _group(ctx, "efficiency"))]),
     "gpu-baselines": ("Baselines by signal", baseline_panels),
     "gpu-jobs": ("Job", job_panels),
 }
 
 
 def build_dashboard(ctx: Context, dashboard_id: str) -> GrafanaDashboard:
+    """The header row open, each failure mode's row collapsed below it; the variables its panels use, the links
+    to the other dashboards and from each series to its GPU's, node's or job's view (links.py)."""
     header_title, header = HEADERS[dashboard_id]
-    panels, y = section(header_title, 1, header(ctx), 0)
+    panels, y = section(header_title, 1, [with_view_links(ctx, p) for p in header(ctx)], 0)
     groups = [g for g, d in conventions.GROUP_DASHBOARD.items() if d == dashboard_id]
-    annotations = []
     for group in groups:
         rows, y = failure_mode_rows(ctx, group, y)
         panels += rows
-        annotations += alert_annotations(ctx, group, rows)
+    used = used_variables(flattened(panels))
+    annotations = [a for group in groups for a in alert_annotations(ctx, group, flattened(panels), used)]
     return GrafanaDashboard(
         title=DASHBOARD_TITLES[dashboard_id], uid=conventions.stable_uid(dashboard_id),
         description=f"{DASHBOARD_PURPOSE[dashboard_id]} {DASHBOARD_GENERATED_NOTE}",
-        tags=[DASHBOARD_GENERATED_TAG, "gpu", *groups], panels=panels, templating=Templating(variable_templates(ctx)),
-        annotations=Annotations(annotations), schemaVersion=DASHBOARD_SCHEMA_VERSION, time=Time("now-6h", "now"),
-        refresh="1m", timezone="browser", graphTooltip=1, editable=True)
+        tags=dashboard_tags(dashboard_id, groups), panels=panels, templating=Templating(variable_templates(ctx, used)),
+        annotations=Annotations(annotations), links=dashboard_links(dashboard_id), schemaVersion=DASHBOARD_SCHEMA_VERSION,
+        time=Time("now-6h", "now"), refresh="1m", timezone="browser", graphTooltip=1, editable=False)
 
 
 def build_dashboards(catalog: Catalog, settings: Settings, rules: RuleSet,

@@ -9,7 +9,7 @@ from ...promql import text as promql
 from .. import baselines as baseline_rules
 from .context import Context, Reads
 from .panels import runbook_link, target, threshold_steps, time_series
-from .prose import humanize, one_line, panel_text
+from .prose import one_line, panel_text, panel_title
 
 
 def baseline_panels(ctx: Context) -> list[Panel]:
@@ -43,8 +43,11 @@ def baseline_panels(ctx: Context) -> list[Panel]:
         desc = panel_text(ctx, "baselines.signals", description=one_line(b.description),
                           value_record=conventions.BASELINE_VALUE, history_span=window, busy_only=b.busy_only,
                           alert=b.alert, sign=sign, alert_edge=promql.format_number(z),
-                          floor=promql.format_number(b.floor.value), runbook_do="; ".join(fm.runbook.act))
-        panels.append(time_series(f"{humanize(b.signal)}: now, history and peers", desc, b.unit, targets,
+                          floor=promql.format_number(b.floor.value), runbook_do="; ".join(fm.runbook.act),
+                          signal_title=b.panel_title)
+        title = panel_title(ctx, "baselines.signals", f"{b.panel_title}: now, history and peers",
+                            signal_title=b.panel_title)
+        panels.append(time_series(title, desc, b.unit, targets,
                                   runbook_link(ctx, fm), dashed_refs=("B", "D")))
     return panels
 
@@ -63,11 +66,13 @@ def baseline_mode_panels(ctx: Context, reads: Reads) -> list[Panel]:
                     legend, chr(ord("A") + i)) for i, b in enumerate(alerting)]
     names = ", ".join(b.signal for b in alerting)
     return [
-        time_series("Baseline deviation: z against the GPU's own history", panel_text(
+        time_series(f"{fm.title}: " + panel_title(ctx, "rows.baseline_deviation.history", "z against the GPU's own history"),
+                    panel_text(
             ctx, "rows.baseline_deviation.history", signals=names, history_edge=promql.format_number(z),
             min_history_days=str(ctx.settings.baselines.min_history // 86400), runbook_do="; ".join(fm.runbook.act)),
             "short", history, runbook_link(ctx, fm), threshold_steps(">", z, "warning")),
-        time_series("Baseline deviation: robust z against node peers", panel_text(
+        time_series(f"{fm.title}: " + panel_title(ctx, "rows.baseline_deviation.peers", "robust z against node peers"),
+                    panel_text(
             ctx, "rows.baseline_deviation.peers", signals=names, peer_edge=promql.format_number(peer),
             mad_to_sigma=promql.format_number(stats.mad_to_sigma.value) if stats else "",
             runbook_do="; ".join(fm.runbook.act)),

@@ -2,7 +2,8 @@
 dashboard variables, and how a query is filtered by them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from grafanalib.core import Template
 
@@ -11,33 +12,46 @@ from ...load.settings import Settings
 from ...model.catalog import Catalog, FailureMode
 from ...model.output import RuleSet
 from ...model.panels import PANELS
+from ...promql import labels as label_flow
 from ...promql import printer as promql_print
 from ...promql import text as promql
 from ...promql import tree as promql_tree
-from .. import metric_selectors
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-ALL_KEYS = ("cluster", "host", "gpu", "modelName", "namespace", "pod")
+ALL_KEYS = ("cluster", "host", "gpu", "modelName", "namespace", "workload", "pod")
+# The keys whose variables list the GPUs' labels (the `reporting` record); the others list the jobs' (`workload`).
+GPU_KEYS = ("cluster", "host", "gpu", "modelName")
+# The label the workload record names a GPU's job with (signals.yaml gpu:dcgm_workload:info, workload_regex).
+WORKLOAD_LABEL = "workload"
 
 
 @dataclass(frozen=True)
 class Variables:
-    """Dashboard variables in chain order: (variable name, label it selects)."""
+    """Dashboard variables in chain order: (variable name, label it selects), one per key of ALL_KEYS."""
     chain: tuple[tuple[str, str], ...]
 
     @classmethod
     def of(cls, settings: Settings) -> "Variables":
         return cls((("cluster", settings.cluster_label), (settings.host_label, settings.host_label), ("gpu", "gpu"),
-                    ("modelName", "modelName"), ("namespace", settings.namespace_label), ("pod", settings.pod_label)))
+                    ("modelName", "modelName"), ("namespace", settings.namespace_label),
+                    (WORKLOAD_LABEL, WORKLOAD_LABEL), ("pod", settings.pod_label)))
+
+    def name(self, key: str) -> str:
+        """The variable's name (and URL parameter var-NAME) of a key of ALL_KEYS."""
+        return dict(zip(ALL_KEYS, self.chain))[key][0]
+
+    def label(self, key: str) -> str:
+        return dict(zip(ALL_KEYS, self.chain))[key][1]
 
     def matchers(self, keys) -> str:
-        """Label matchers for the variables named by keys (cluster, host, gpu, modelName, namespace, pod)."""
+        """Label matchers for the variables named by keys (ALL_KEYS: cluster, host, gpu, modelName, namespace,
+        workload, pod)."""
         by_key = dict(zip(ALL_KEYS, self.chain))
         return ", ".join(f'{label}=~"${var}"' for key in keys for var, label in [by_key[key]])
 
 
 # Which variables a series of each level can be filtered by (labels the level keeps).
-LEVEL_KEYS = {"gpu": ("cluster", "host", "gpu", "modelName"), "node": ("cluster", "host"), "job": ("cluster", "namespace"),
+LEVEL_KEYS = {"gpu": GPU_KEYS, "node": ("cluster", "host"), "job": ("cluster", "namespace", "workload"),
               "fleet": ("cluster",), "model": ("cluster",), "raw": ALL_KEYS, "other": ("cluster",)}
 SCOPE_KEYS = {"gpu": ALL_KEYS, "node": ("cluster", "host"), "fleet": ("cluster",)}
 
@@ -76,12 +90,15 @@ class Context:
     resolved: Resolved
     variables: Variables
     series_names: tuple[str, ...]  # recording rules, catalog metrics, up, ALERTS
+    # record -> the labels its series carry (promql/labels.py, from the rendered rules): what data links may read
+    record_labels: Callable[[str], label_flow.LabelSet | None] = field(compare=False, repr=False, default=lambda _: None)
 
     @classmethod
     def of(cls, catalog: Catalog, settings: Settings, rules: RuleSet, resolved: Resolved | None = None) -> "Context":
         names = {r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names} | {"up", "ALERTS"}
         return cls(catalog, settings, rules, resolved or resolve(catalog, settings), Variables.of(settings),
-                   tuple(sorted(names, key=lambda n: (-len(n), n))))
+                   tuple(sorted(names, key=lambda n: (-len(n), n))),
+                   label_flow.record_labels([(r.record, r.expr) for r in rules.rules if r.record]))
 
     def named(self, role: str) -> str:
         """The record or metric of a role (rulesgen/model/roles.py); the loader checked the ones the code needs."""
@@ -129,7 +146,7 @@ class Context:
         return ", ".join(x for x in (self.variables.matchers(LEVEL_KEYS['gpu']), *extra) if x)
 
     def workload_info(self, *extra: str) -> str:
-        matchers = (self.variables.matchers(("cluster", "host", "gpu", "namespace", "pod")), *extra)
+        matchers = (self.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod")), *extra)
         return f"{self.named('workload')}{{{', '.join(matchers)}}}"
 
     def selected_gpus(self, expr: str) -> str:
@@ -174,11 +191,23 @@ class Context:
         return " ".join([base, *(f"{label} {{{{{label}}}}}" for label in extra_labels if f"{{{{{label}}}}}" not in base)])
 
 
-def variable_templates(ctx: Context) -> list[Template]:
-    metric = ctx.catalog.metric(ctx.named("variables"))  # every GPU reports it, with all labels
+def variable_templates(ctx: Context, used: set[str]) -> list[Template]:
+    """The datasource, then the variables of ALL_KEYS the dashboard's panels use (`used`: their names), each
+    listing its values from a recording rule that carries its label under one name whatever the exporter
+    (the host label normalised from Hostname and hostname: dcgm-exporter 4.8.3 renamed it): the GPU keys from
+    the `reporting` record, the job keys from the `workload` record; each filtered by the variables before it
+    that its record carries."""
     out = [Template(name="datasource", label="Data source", type="datasource", query="prometheus", hide=0)]
-    for i, (var, label) in enumerate(ctx.variables.chain):
-        matchers = ", ".join([ctx.settings.selector] + [f'{lab}=~"${v}"' for v, lab in ctx.variables.chain[:i]])
-        out.append(Template(name=var, label=var, query=f"label_values({metric_selectors.selector(metric, matchers)}, {label})",
+    declared: list[str] = []
+    for key in ALL_KEYS:
+        var, label = ctx.variables.name(key), ctx.variables.label(key)
+        if var not in used:
+            continue
+        record = ctx.named("reporting") if key in GPU_KEYS else ctx.named("workload")
+        carried = GPU_KEYS if key in GPU_KEYS else ("cluster", "host", "gpu", "namespace", "workload", "pod")
+        before = ctx.variables.matchers([k for k in declared if k in carried])
+        selector = f"{record}{{{before}}}" if before else record
+        out.append(Template(name=var, label=var, query=f"label_values({selector}, {label})",
                             dataSource=DATASOURCE, includeAll=True, multi=True, allValue=".*", refresh=2, sort=1))
+        declared.append(key)
     return out

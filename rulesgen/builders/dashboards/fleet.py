@@ -9,7 +9,7 @@ from grafanalib.core import Panel
 from ...promql import text as promql
 from .context import Context, Reads
 from .panels import drawn, firing_alerts_panel, runbook_link, stat, target, time_series
-from .prose import panel_text, signal_text
+from .prose import panel_text, panel_title, signal_text
 
 
 def priced(ctx: Context, gpus: Callable[[str], str]) -> str:
@@ -38,7 +38,7 @@ def fleet_panels(ctx: Context) -> list[Panel]:
         *drawn(ctx, "fleet.utilisation", _utilisation),
         *drawn(ctx, "fleet.gpu_hours", _gpu_hours),
         *drawn(ctx, "fleet.cost", _cost),
-        firing_alerts_panel(ctx, list(ctx.catalog.failure_modes), "Firing alerts by failure mode"),
+        firing_alerts_panel(ctx, list(ctx.catalog.failure_modes)),
     ]
 
 
@@ -48,7 +48,7 @@ def _gpus_by_model(ctx: Context) -> list[Panel]:
     if gpus is None:
         return []
     fleet = ctx.variables.matchers(("cluster", "modelName"))
-    return [stat("GPUs by model", panel_text(ctx, "fleet.gpus_by_model",
+    return [stat(panel_title(ctx, "fleet.gpus_by_model", "GPUs by model"), panel_text(ctx, "fleet.gpus_by_model",
                                              signal=signal_text(ctx, gpus, "GPUs reporting per model.")),
                  "short", [target(f"sum by (modelName) ({gpus}{{{fleet}}})", "{{modelName}}", instant=True)],
                  runbook_link(ctx, None))]
@@ -69,15 +69,16 @@ def _health_state(ctx: Context, reads: Reads) -> Panel:
         target(f'count(max by ({gpu_key}) (ALERTS{{alertstate="firing", action="investigate", '
                f'failure_mode=~"{health_ids}", {fleet}}})) or vector(0)', "to investigate", "D"),
     ]
-    return stat("GPUs by health state", panel_text(ctx, "fleet.health_state", mode=reads.fm.id),
+    return stat(panel_title(ctx, "fleet.health_state", "GPUs by health state"),
+                panel_text(ctx, "fleet.health_state", mode=reads.fm.id),
         "short", state, runbook_link(ctx, reads.fm))
 
 
 def _utilisation(ctx: Context, reads: Reads) -> Panel:
     fleet = ctx.variables.matchers(("cluster", "modelName"))
-    return time_series("Fleet utilisation: SM active (GPU_UTIL dashed)", panel_text(
+    return time_series(panel_title(ctx, "fleet.utilisation", "Fleet utilisation: SM active (GPU_UTIL dashed)"), panel_text(
         ctx, "fleet.utilisation", mode=reads.fm.id, runbook_do="; ".join(reads.fm.runbook.act)),
-        "percentunit",
+        ctx.unit(ctx.named("fleet_sm_active")),
         [target(f"{ctx.named('fleet_sm_active')}{{{fleet}}}", "{{cluster}} {{modelName}} SM active"),
          target(f"{ctx.named('fleet_gpu_util')}{{{fleet}}}", "{{cluster}} {{modelName}} GPU_UTIL", "B")],
         runbook_link(ctx, reads.fm), dashed_refs=("B",))
@@ -89,7 +90,7 @@ def _gpu_hours(ctx: Context, reads: Reads) -> Panel:
     def util_hours(op: str) -> str:
         return _over_range(f"{ctx.gpu_series(ctx.named('util_per_gpu'))} {op} bool {idle_util}")
 
-    return stat("GPU-hours in range: busy vs idle", panel_text(
+    return stat(panel_title(ctx, "fleet.gpu_hours", "GPU-hours in range: busy vs idle"), panel_text(
         ctx, "fleet.gpu_hours", idle_util=idle_util, mode=reads.fm.id, threshold=reads.names["idle_util"]),
         "short", [target(util_hours(">"), "busy GPU-hours", instant=True),
                   target(util_hours("<="), "idle GPU-hours", "B", instant=True)], runbook_link(ctx, reads.fm))
@@ -109,7 +110,7 @@ def _cost(ctx: Context, reads: Reads) -> Panel:
                 f"  and on ({ctx.gpu_id}) {ctx.named('workload')}{{{s.pod_label}!=\"\"}})")
 
     prices = ", ".join(f"{p} = {promql.format_number(v)}" for p, v in s.dashboards.prices) or "none"
-    return stat("Estimated cost and waste in range", panel_text(
+    return stat(panel_title(ctx, "fleet.cost", "Estimated cost and waste in range"), panel_text(
         ctx, "fleet.cost", idle_util=promql.format_number(idle_util),
         price_default=promql.format_number(s.dashboards.price_default), model_prices=prices,
         runbook_do="; ".join(reads.fm.runbook.act)),

@@ -15,14 +15,14 @@ from ...model.catalog import FailureMode
 from ...promql import text as promql
 from .context import Reads
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import fm_text, panel_text
+from .prose import fm_text, panel_text, panel_title
 
 HARDWARE_TITLE = "Hardware alerts on the selected pods' GPUs"
 
 
 def _rank_series(ctx, record: str, *extra: str) -> str:
     """A per-rank record of the selected pods."""
-    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace", "pod")), *extra) if x)
+    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace", "workload", "pod")), *extra) if x)
     return f"{record}{{{matchers}}}"
 
 
@@ -30,17 +30,17 @@ def _of_selected_jobs(ctx, expr: str) -> str:
     """A per-job record, kept for the jobs of the selected pods (a job has no pod label)."""
     s = ctx.settings
     job = promql.by((s.cluster_label, s.namespace_label, "workload"))
-    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod"))
     return f"{expr}\n  and on ({job}) {ctx.named('training_job')}{{{pods}}}"
 
 
 def _job_series(ctx, record: str, *extra: str) -> str:
-    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace")), *extra) if x)
+    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "namespace", "workload")), *extra) if x)
     return _of_selected_jobs(ctx, f"{record}{{{matchers}}}")
 
 
 def _gpu_series(ctx, record: str, *extra: str) -> str:
-    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod")), *extra) if x)
+    matchers = ", ".join(x for x in (ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod")), *extra) if x)
     return f"{record}{{{matchers}}}"
 
 
@@ -68,15 +68,16 @@ def _hardware_alerts_panel(ctx, reads: Reads):
     # Hardware alerts carry the GPU's identity only: the selected pods are those holding their GPUs.
     expr = (f'count by ({by}) (\n  ALERTS{{alertstate="firing", failure_mode=~"{modes or "none"}", {gpus}}}\n'
             f'    * on ({ctx.gpu_id}) group_left () {held}\n)')
-    return time_series(HARDWARE_TITLE, panel_text(ctx, "jobs.hardware_alerts"),
+    return time_series(panel_title(ctx, "jobs.hardware_alerts", HARDWARE_TITLE), panel_text(ctx, "jobs.hardware_alerts"),
         "short", [target(expr, f"{{{{alertname}}}} {gpu}")], runbook_link(ctx, reads.fm), stacked=True)
 
 
 def _loss_per_rank_panel(ctx, fm: FailureMode):
     rank, job, _ = _legends(ctx)
     loss, _ = _names(ctx)
-    return time_series("Training loss per rank", panel_text(ctx, "jobs.loss_per_rank", loss=loss),
-        "short", [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
+    return time_series(panel_title(ctx, "jobs.loss_per_rank", "Training loss per rank"),
+                       panel_text(ctx, "jobs.loss_per_rank", loss=loss),
+        ctx.unit(ctx.named("rank_loss")), [target(_rank_series(ctx, ctx.named("rank_loss")), rank),
                   target(_job_series(ctx, ctx.named("job_loss_smoothed")), f"{job} smoothed", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
 
@@ -84,8 +85,9 @@ def _loss_per_rank_panel(ctx, fm: FailureMode):
 def _step_per_rank_panel(ctx, fm: FailureMode):
     rank, job, _ = _legends(ctx)
     _, step = _names(ctx)
-    return time_series("Step time per rank", panel_text(ctx, "jobs.step_per_rank", step=step),
-        "s", [target(_rank_series(ctx, ctx.named("rank_step")), rank),
+    return time_series(panel_title(ctx, "jobs.step_per_rank", "Step time per rank"),
+                       panel_text(ctx, "jobs.step_per_rank", step=step),
+        ctx.unit(ctx.named("rank_step")), [target(_rank_series(ctx, ctx.named("rank_step")), rank),
               target(_job_series(ctx, ctx.named("job_step_median")), f"{job} median", "B")],
         runbook_link(ctx, fm), dashed_refs=("B",))
 
@@ -104,7 +106,8 @@ def _main(ctx, fm: FailureMode, title, text_id, values, unit, targets, steps=Non
     """A row's main comparison: the panel the alert's dashboard_url opens, titled with the failure mode; its
     description the catalog's text text_id (dashboards.yaml texts:) filled with values."""
     act, url = fm_text(ctx, fm)
-    return time_series(f"{fm.title}: {title}", panel_text(ctx, text_id, url, runbook_do=act, **values), unit, targets,
+    return time_series(f"{fm.title}: {panel_title(ctx, text_id, title)}", panel_text(ctx, text_id, url, runbook_do=act, **values),
+                       unit, targets,
                        runbook_link(ctx, fm), steps, dashed)
 
 
@@ -120,7 +123,8 @@ def _ghost_loss_row(ctx, reads: Reads) -> list[Panel]:
     window = reads.value("look_back") / 3600
     return [
         _main(ctx, reads.fm, "minutes from the hardware alert to the loss problem", "rows.ghost_loss",
-              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")}, "m",
+              {"look_back_hours": promql.format_number(window), "record": ctx.named("ghost_loss_minutes")},
+              ctx.unit(ctx.named("ghost_loss_minutes")),
               [target(_gpu_series(ctx, ctx.named("ghost_loss_minutes")),
                       f"{job} {gpu} {{{{hardware_failure_mode}}}} then {{{{symptom}}}}")]),
         _hardware_alerts_panel(ctx, reads),
@@ -133,7 +137,8 @@ def _loss_divergence_row(ctx, reads: Reads) -> list[Panel]:
     ratio = reads.value("diverging_above")
     return [
         _main(ctx, reads.fm, "smoothed loss over its recent best", "rows.loss_divergence",
-              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)}, "percentunit",
+              {"record": ctx.named("job_loss_vs_best"), "diverging_above": promql.format_number(ratio)},
+              ctx.unit(ctx.named("job_loss_vs_best")),
               [target(_job_series(ctx, ctx.named("job_loss_vs_best")), job)],
             threshold_steps(">", ratio, "warning")),
         _loss_per_rank_panel(ctx, reads.fm),
@@ -146,9 +151,10 @@ def _loss_plateau_row(ctx, reads: Reads) -> list[Panel]:
     earlier = f"{int(reads.value('earlier_by'))}s"
     return [
         _main(ctx, reads.fm, "improvement on the best before the window", "rows.loss_plateau",
-              {"record": ctx.named("job_loss_improvement"), "learning_above": promql.format_number(low)}, "percentunit",
+              {"record": ctx.named("job_loss_improvement"), "learning_above": promql.format_number(low)},
+              ctx.unit(ctx.named("job_loss_improvement")),
             [target(_job_series(ctx, ctx.named("job_loss_improvement")), job),
-             target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace'))}}}"
+             target(_of_selected_jobs(ctx, f"{ctx.named('job_loss_improvement')}{{{ctx.variables.matchers(('cluster', 'namespace', 'workload'))}}}"
                                            f" offset {earlier}"), f"{job} one window earlier", "B")],
             threshold_steps("<", low, "info"), ("B",)),
         _loss_per_rank_panel(ctx, reads.fm),
@@ -173,12 +179,13 @@ def _step_time_straggler_row(ctx, reads: Reads) -> list[Panel]:
     act, url = fm_text(ctx, reads.fm)
     return [
         _main(ctx, reads.fm, "each rank's step time over its job's median", "rows.step_time_straggler",
-              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)}, "percentunit",
+              {"record": ctx.named("rank_step_vs_job"), "straggler_above": promql.format_number(ratio)},
+              ctx.unit(ctx.named("rank_step_vs_job")),
               [target(_rank_series(ctx, ctx.named("rank_step_vs_job")), rank)],
             threshold_steps(">", ratio, "warning")),
-        time_series("StdDev / Mean of step time across ranks", panel_text(
+        time_series(panel_title(ctx, "rows.step_time_straggler.spread", "StdDev / Mean of step time across ranks"), panel_text(
             ctx, "rows.step_time_straggler.spread", url, record=ctx.named("job_step_cv"),
-            spread_above=promql.format_number(cv), runbook_do=act), "percentunit",
+            spread_above=promql.format_number(cv), runbook_do=act), ctx.unit(ctx.named("job_step_cv")),
             [target(_job_series(ctx, ctx.named("job_step_cv")), job)], runbook_link(ctx, reads.fm),
             threshold_steps(">", cv, "warning")),
         _step_per_rank_panel(ctx, reads.fm),

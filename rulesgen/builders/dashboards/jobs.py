@@ -8,7 +8,7 @@ from ...promql import text as promql
 from .context import DATASOURCE, Context, Reads
 from .job_signals import header_panels
 from .panels import drawn, runbook_link, target, threshold_steps, time_series
-from .prose import one_line, panel_text, record_title
+from .prose import one_line, panel_text, panel_title, record_title
 
 
 def job_panels(ctx: Context) -> list[Panel]:
@@ -23,7 +23,8 @@ def pod_legend(ctx: Context) -> str:
 
 
 def pods_gpus_table(ctx: Context, reads: Reads) -> Table:
-    return Table(title="GPUs of the selected pods (GPU_UTIL now)", dataSource=DATASOURCE, unit="percentunit",
+    return Table(title=panel_title(ctx, "jobs.pods_gpus", "GPUs of the selected pods (GPU_UTIL now)"),
+                 dataSource=DATASOURCE, unit=ctx.unit(ctx.named("util_per_gpu")),
                  description=panel_text(ctx, "jobs.pods_gpus"),
                  targets=[target(ctx.of_selected_pods(ctx.gpu_series(ctx.named("util_per_gpu"))), "", instant=True, table=True)],
                  links=runbook_link(ctx, reads.fm), maxDataPoints=None)
@@ -36,13 +37,13 @@ def rank_spread_panels(ctx: Context) -> list[Panel]:
 
 def _rank_clock_spread(ctx: Context, reads: Reads) -> Panel:
     ratio = reads.value("straggler_below")
-    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "pod"))
+    pods = ctx.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod"))
     vs_job = ctx.named("sm_clock_vs_job")
     return time_series(
-        "Spread across ranks: SM clock vs the job's median", panel_text(
+        panel_title(ctx, "jobs.rank_clock_spread", "Spread across ranks: SM clock vs the job's median"), panel_text(
             ctx, "jobs.rank_clock_spread", signal=one_line(ctx.signal(vs_job).description),
             straggler_below=promql.format_number(ratio), runbook_do="; ".join(reads.fm.runbook.act)),
-        "percentunit", [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
+        ctx.unit(vs_job), [target(f"{vs_job}{{{pods}}}", pod_legend(ctx))],
         runbook_link(ctx, reads.fm), threshold_steps("<", ratio, "warning"))
 
 
@@ -51,8 +52,10 @@ def _rank_sm_spread(ctx: Context, reads: Reads) -> Panel:
     job_by = promql.by((s.cluster_label, s.namespace_label, "workload"))
     sm = ctx.of_selected_pods(ctx.gpu_series(ctx.named("sm_active_per_gpu")))
     return time_series(
-        "Spread across ranks: max - min SM active", panel_text(ctx, "jobs.rank_sm_spread"),
-        "percentunit", [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
+        panel_title(ctx, "jobs.rank_sm_spread", "Spread across ranks: max - min SM active"),
+        panel_text(ctx, "jobs.rank_sm_spread"),
+        ctx.unit(ctx.named("sm_active_per_gpu")),
+        [target(f"max by ({job_by}) ({sm})\n- min by ({job_by}) ({sm})", "{{workload}}")],
         runbook_link(ctx, reads.fm))
 
 
@@ -61,8 +64,9 @@ def per_gpu_panels(ctx: Context) -> list[Panel]:
     panels: list[Panel] = []
     for record in ctx.catalog.named_all("job_gpu_panels"):
         signal = ctx.signal(record)
-        panels.append(time_series(f"{record_title(record)} per GPU", panel_text(
-            ctx, "jobs.per_gpu", signal=one_line(signal.description)),
+        words = record_title(ctx, record)
+        panels.append(time_series(panel_title(ctx, "jobs.per_gpu", f"{words} per GPU", signal_title=words), panel_text(
+            ctx, "jobs.per_gpu", signal=one_line(signal.description), signal_title=words),
             signal.unit, [target(ctx.of_selected_pods(ctx.gpu_series(record)), pod_legend(ctx))], runbook_link(ctx, None)))
     return panels
 
@@ -71,11 +75,15 @@ def pods_alerts_panel(ctx: Context) -> Panel:
     pods = ctx.variables.matchers(("cluster", "namespace", "pod"))
     pod = ctx.settings.pod_label
     held = ctx.workload_info(f'{pod}!=""')
-    # Efficiency and job alerts name the pod in their labels; hardware alerts carry the GPU's identity
-    # only (README "Alert identity"): they are joined to the pod holding their GPU.
-    expr = (f'count by (alertname, failure_mode) (\n  ALERTS{{alertstate="firing", {pods}, {pod}!=""}}\n'
+    by_pod = promql.by((ctx.settings.cluster_label, *ctx.settings.workload_labels))
+    # Efficiency and job alerts name the pod in their labels, not always its job: they are kept for the pods
+    # of the selected jobs. Hardware alerts carry the GPU's identity only (README "Alert identity"): they are
+    # joined to the pod holding their GPU.
+    expr = (f'count by (alertname, failure_mode) (\n  (ALERTS{{alertstate="firing", {pods}, {pod}!=""}}'
+            f' and on ({by_pod}) {held})\n'
             f'  or ALERTS{{alertstate="firing", {ctx.variables.matchers(("cluster",))}, {pod}=""}}\n'
             f'    * on ({ctx.gpu_id}) group_left ({promql.by(ctx.settings.workload_labels)}) '
             f'{held}\n)')
-    return time_series("Firing alerts on the selected pods' GPUs", panel_text(ctx, "jobs.pods_alerts"),
+    return time_series(panel_title(ctx, "jobs.pods_alerts", "Firing alerts on the selected pods' GPUs"),
+                       panel_text(ctx, "jobs.pods_alerts"),
         "short", [target(expr, "{{alertname}}")], runbook_link(ctx, None), stacked=True)

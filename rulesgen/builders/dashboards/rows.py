@@ -11,7 +11,8 @@ from ...model.panels import PANELS, ROW
 from .baselines import baseline_mode_panels
 from .context import DATASOURCE, SCOPE_KEYS, Context
 from .job_signals import ROWS, mode_panels
-from .layout import section
+from .layout import collapsed_section
+from .links import with_view_links
 from .panels import SEVERITY_COLOR, alert_panels
 
 # The rows made by hand rather than read from a failure mode's alerts, by builder id (panel_specs.PANELS);
@@ -40,27 +41,29 @@ def failure_mode_panels(ctx: Context, fm: FailureMode) -> list[Panel]:
 
 
 def failure_mode_rows(ctx: Context, group: str, y: int) -> tuple[list[Panel], int]:
+    """A collapsed row per active failure mode of the group, its panels inside it with their data links."""
     out: list[Panel] = []
     for i, fm in active_modes(ctx, group):
         row_id = conventions.failure_mode_row_id(i)
-        panels = failure_mode_panels(ctx, fm)
+        panels = [with_view_links(ctx, p) for p in failure_mode_panels(ctx, fm)]
         if len(panels) >= 99:  # pragma: no cover - a row owns ids row_id .. row_id + 99
             raise ValueError(f"failure mode {fm.id} has too many panels")
-        laid, y = section(fm.title, row_id, panels, y)
+        laid, y = collapsed_section(fm.title, row_id, panels, y)
         out += laid
     return out, y
 
 
-def alert_annotations(ctx: Context, group: str, panels: list[Panel]) -> list[dict]:
-    """One annotation per failure mode: its firing alerts, drawn on its row's panels only."""
+def alert_annotations(ctx: Context, group: str, panels: list[Panel], declared: set[str]) -> list[dict]:
+    """One annotation per failure mode: its firing alerts, drawn on its row's panels only (panels: every panel
+    of the dashboard, those of collapsed rows too), filtered by the variables the dashboard declares."""
     out = []
     for i, fm in active_modes(ctx, group):
         row_id = conventions.failure_mode_row_id(i)
         ids = sorted(p.id for p in panels if row_id < p.id < row_id + 100)
         if not ids:
             continue
-        keys = [k for k in ("cluster", "host", "gpu") if k in SCOPE_KEYS[fm.scope]]
-        matchers = ", ".join(['alertstate="firing"', f'failure_mode="{fm.id}"', ctx.variables.matchers(keys)])
+        keys = [k for k in ("cluster", "host", "gpu") if k in SCOPE_KEYS[fm.scope] and ctx.variables.name(k) in declared]
+        matchers = ", ".join(x for x in ['alertstate="firing"', f'failure_mode="{fm.id}"', ctx.variables.matchers(keys)] if x)
         severities = [ctx.severity(fm, a.severity) for a in fm.alerts]
         worst = min(severities, key=lambda s: ("critical", "warning", "info").index(s))
         out.append({"name": f"{fm.title} alerts", "datasource": DATASOURCE, "enable": True, "hide": False,

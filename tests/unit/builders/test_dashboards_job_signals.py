@@ -64,7 +64,7 @@ def test_a_mode_without_a_row_shows_its_firing_alerts(built):
     (panel,) = mode_panels(built.ctx, fm)
     (s,) = tree.selectors(panel.targets[0].expr)
     assert (s.name, ("failure_mode", "=", fm.id) in s.matchers) == ("ALERTS", True)
-    assert panel.title == f"{fm.title}: alerts"
+    assert panel.title == f"{fm.title}: firing alerts"  # dashboards.yaml texts: rows.job_alerts title
 
 
 def test_an_undeclared_panel_is_left_out(built):

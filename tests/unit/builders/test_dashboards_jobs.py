@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 
 from rulesgen.builders.dashboards.jobs import job_panels, per_gpu_panels, pod_legend, pods_alerts_panel, rank_spread_panels
+from rulesgen.model import grafana_units
 from rulesgen.promql import tree
 from unit_build import bundled, with_context
 
@@ -26,7 +27,7 @@ def test_one_panel_per_job_gpu_record_joined_to_the_selected_pods(built):
     records = built.catalog.named_all("job_gpu_panels")
     panels = per_gpu_panels(built.ctx)
     assert [tree.recorded_names(p.targets[0].expr)[0] for p in panels] == list(records)
-    assert [p.unit for p in panels] == [built.ctx.signal(r).unit for r in records]
+    assert [p.unit for p in panels] == [grafana_units.display(built.ctx.signal(r).unit)[0] for r in records]
     assert all(p.targets[0].legendFormat == pod_legend(built.ctx) for p in panels)
 
 
@@ -46,9 +47,11 @@ def test_pod_alerts_count_by_alert_and_join_hardware_alerts_to_the_pod(built):
     (target,) = pods_alerts_panel(built.ctx).targets
     assert tree.grouping(target.expr)[0] == ("by", ("alertname", "failure_mode"))
     names = [s.name for s in tree.selectors(target.expr)]
-    assert names == ["ALERTS", "ALERTS", built.ctx.named("workload")]
+    # the pods' own alerts kept for the selected jobs' pods; hardware alerts joined to the pod holding their GPU
+    assert names == ["ALERTS", built.ctx.named("workload"), "ALERTS", built.ctx.named("workload")]
     pod = built.settings.pod_label
-    assert [(pod, "!=", "") in s.matchers for s in tree.selectors(target.expr)] == [True, False, True]
+    assert [(pod, "!=", "") in s.matchers for s in tree.selectors(target.expr)] == [True, True, False, True]
+    assert [("workload", "=~", "$workload") in s.matchers for s in tree.selectors(target.expr)] == [False, True, False, True]
 
 
 def test_a_pod_label_setting_reaches_the_legend():

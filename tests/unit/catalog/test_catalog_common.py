@@ -1,7 +1,7 @@
 """rulesgen/catalog/common.py: record-name rules, a duplicate id at its second place, a top-level list."""
 import pytest
 
-from rulesgen.catalog.common import LEVELS, RECORD_NAME, top_list, unique
+from rulesgen.catalog.common import LEVELS, RECORD_NAME, read_title, read_unit, top_list, unique
 from rulesgen.errors import Collector
 from rulesgen.load.mapping import Fields
 from unit_yaml import printed, written
@@ -44,3 +44,30 @@ def test_unique_reports_the_second_place_and_names_the_first_line(tmp_path):
         unique(f, "id", f.str("id"), seen, f"item {item['id']!r}")
     assert sorted(seen) == ["a", "b"] and seen["a"].line == 2
     assert printed(errors) == [f"{path}:4:5: error[duplicate-id]: item 'a' already defined on line 2"]
+
+
+def test_title_and_unit_hold_a_panels_words_to_grafanas_units(tmp_path):
+    """read_title: optional, at most 60 characters, no PromQL; read_unit: a Grafana unit id or MHz (drawn in hertz).
+    Each planted mistake is an error at its line and falls back to no title, or to `short`."""
+    text = ("items:\n"
+            "  - {title: GPU temperature, unit: celsius}\n"
+            "  - {unit: MHz}\n"
+            "  - {title: 'max by (cluster) (DCGM_FI_DEV_GPU_TEMP)', unit: rotmhz}\n"
+            f"  - {{title: '{'x' * 61}', unit: Celsius}}\n")
+    path, doc = written(tmp_path, "x.yaml", text)
+    errors = Collector()
+    items, wheres = top_list(doc, "items", errors, "x.yaml")
+    got = []
+    for item, where in zip(items, wheres):
+        f = Fields(item, errors, "item", fallback=where)
+        got.append((read_title(f, "item"), read_unit(f, "item")))
+    assert got == [("GPU temperature", "celsius"), ("", "MHz"), ("", "short"), ("", "short")]
+    assert printed(errors) == [
+        f"{path}:4:6: error[bad-title]: item: title 'max by (cluster) (DCGM_FI_DEV_GPU_TEMP)': reads like PromQL "
+        "(a grouping clause: 'by (')",
+        f"{path}:4:56: error[unknown-unit]: item: unit 'rotmhz' is not a Grafana unit id (did you mean 'rothz'?) "
+        "(Grafana's categories.ts; or one of MHz)",
+        f"{path}:5:6: error[bad-title]: item: title '{'x' * 61}': 61 characters, more than 60",
+        f"{path}:5:78: error[unknown-unit]: item: unit 'Celsius' is not a Grafana unit id (did you mean 'celsius'?) "
+        "(Grafana's categories.ts; or one of MHz)",
+    ]

@@ -99,3 +99,21 @@ def test_missing_unused_and_unknown_placeholder_texts(tmp_path, modes):
         f"{path}:{cost_line + 1}:5: error[unknown-placeholder]: dashboards.yaml text fleet.cost shows: [[ idle_utl ]] is "
         "not a value of this panel (did you mean 'idle_util'?) (known: idle_util, price_default, model_prices, runbook_do)",
     ]
+
+
+def test_a_title_is_a_template_of_the_panels_placeholders_and_never_promql(tmp_path, modes):
+    """title: optional beside shows/normal/do (a file written before it was read draws rulesgen's words); its
+    placeholders are the panel's, and a title of PromQL or over 60 characters is bad-title at its line."""
+    ids = (*ALWAYS_TEXTS, "fleet.gpu_hours", "jobs.hardware_alerts")
+    body = (texts(*ids)
+            .replace("  jobs.per_gpu:\n", "  jobs.per_gpu:\n    title: '[[ signal_title ]] per GPU'\n")
+            .replace("  fleet.gpu_hours:\n", "  fleet.gpu_hours:\n    title: 'sum by (cluster) (x)'\n")
+            .replace("  jobs.hardware_alerts:\n", "  jobs.hardware_alerts:\n    title: '[[ signal ]] alerts'\n"))
+    path, doc = written(tmp_path, "dashboards.yaml", PANELS + body)
+    errors = Collector()
+    out = {t.id: t.title for t in read_texts(doc, errors, read_dashboards(doc, errors, modes))}
+    assert out["jobs.per_gpu"] == "[[ signal_title ]] per GPU" and out["alerts.firing"] == ""
+    assert out["fleet.gpu_hours"] == ""  # refused: rulesgen's words are drawn
+    assert [(d.code, d.message.split(":")[0]) for d in errors.items] == [
+        ("bad-title", "dashboards.yaml text fleet.gpu_hours title 'sum by (cluster) (x)'"),
+        ("unknown-placeholder", "dashboards.yaml text jobs.hardware_alerts title")]

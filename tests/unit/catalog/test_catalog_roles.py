@@ -27,11 +27,11 @@ def test_declared_names_by_role_and_where_a_default_belongs(tmp_path):
 
 
 def test_a_metric_role_is_not_read_from_signals(tmp_path):
-    _, doc = written(tmp_path, "signals.yaml", "roles:\n  variables: DCGM_FI_DEV_GPU_TEMP\nsignals: []\n")
+    _, doc = written(tmp_path, "signals.yaml", "roles:\n  xid_gauge: DCGM_FI_DEV_XID_ERRORS\nsignals: []\n")
     errors = Collector()
     declared, _ = read_roles(doc, errors, RECORD, DEFINED)
     assert declared == {}
-    assert [d.code for d in errors.items] == ["unknown-key"]  # variables is a role of metrics.yaml
+    assert [d.code for d in errors.items] == ["unknown-key"]  # xid_gauge is a role of metrics.yaml
 
 
 def test_an_undefined_name_a_number_and_a_misspelt_role_are_errors_at_their_lines(tmp_path):
@@ -57,7 +57,7 @@ def test_resolve_keeps_declared_names_and_defaults_the_catalog_defines():
     assert roles["reporting"] == ("gpu:x:y",)
     assert roles["workload"] == ("gpu:dcgm_workload:info",)
     assert roles["job_gpu_panels"] == ("gpu:dcgm_gpu_util:ratio",)  # the defaults the catalog defines, no others
-    assert roles["variables"] == ("DCGM_FI_DEV_GPU_TEMP",) and roles["fleet_gpus"] == ()
+    assert roles["plot_context"] == ("DCGM_FI_DEV_GPU_TEMP",) and roles["fleet_gpus"] == ()
     assert errors.items == []
 
 
