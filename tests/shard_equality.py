@@ -350,24 +350,31 @@ def untagged(run: Run, shards: int, label: str) -> list[Run]:
     return runs
 
 
-def shard_runs(promtool: str, topology: Topology, halves: list[list[tuple[str, str]]], scenario: Scenario,
-               listed: str, workdir: Path, separate: bool = False) -> list[Run]:
-    """What each shard's rules write over its half. One promtool run holds every shard, told apart by
-    topology.tag_label (cluster: every aggregation of rulesgen's keeps it, `labels.cluster` in the config),
+def runs_together(promtool: str, topology: Topology, halves: list[list[tuple[str, str]]], scenario: Scenario,
+                  listed: str, workdir: Path) -> list[Run]:
+    """What each shard's rules write over its half, from one promtool run holding every shard, told apart by
+    topology.tag_label (cluster: every aggregation of rulesgen's keeps it, `labels.cluster` in the config)
     suffixed per shard on every input: the shard rules are per node or per cluster, so no series of one
     shard meets another's, and the run costs what one shard's does (promtool's cost is rules x steps,
-    nearly whatever the data). Should any series the rules wrote carry no single shard's tag (a rule that
-    joins or aggregates across the tag label), the shards are replayed one promtool run each, as
-    `separate` asks for."""
-    if not separate:
-        try:
-            return untagged(replay(promtool, topology.shard, tagged(halves, topology.tag_label), scenario.interval,
-                                   scenario.evaluation_interval, scenario.duration, listed, workdir, "shards"),
-                            len(halves), topology.tag_label)
-        except Mixed:
-            pass
+    nearly whatever the data). Mixed when a series the rules wrote carries no single shard's tag."""
+    run = replay(promtool, topology.shard, tagged(halves, topology.tag_label), scenario.interval,
+                 scenario.evaluation_interval, scenario.duration, listed, workdir, "shards")
+    return untagged(run, len(halves), topology.tag_label)
+
+
+def runs_apart(promtool: str, topology: Topology, halves: list[list[tuple[str, str]]], scenario: Scenario,
+               listed: str, workdir: Path) -> list[Run]:
+    """What each shard's rules write over its half, one promtool run per shard."""
     return [replay(promtool, topology.shard, half, scenario.interval, scenario.evaluation_interval, scenario.duration,
                    listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
+
+
+def shard_runs(*args) -> list[Run]:
+    """runs_together, or runs_apart when a shard rule joined or aggregated across the tag label (Mixed)."""
+    try:
+        return runs_together(*args)
+    except Mixed:
+        return runs_apart(*args)
 
 
 # --- the comparison -----------------------------------------------------------------------------------
@@ -423,16 +430,14 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
         return replay(promtool, topology.single, list(scenario.series), scenario.interval, scenario.evaluation_interval,
                       scenario.duration, "ALERTS", workdir, "single"), ()
 
-    def shards() -> list[Run]:
-        return shard_runs(promtool, topology, halves, scenario, listed, workdir)
-
     with ThreadPoolExecutor(max_workers=2) as pool:
-        single, parts = pool.submit(one_server), pool.submit(shards)
-        (reference, expectations), shard_runs_ = single.result(), parts.result()
-    sent = [s for i, (run, half) in enumerate(zip(shard_runs_, halves))
+        single = pool.submit(one_server)
+        parts = pool.submit(shard_runs, promtool, topology, halves, scenario, listed, workdir)
+        (reference, expectations), shards = single.result(), parts.result()
+    sent = [s for i, (run, half) in enumerate(zip(shards, halves))
             for s in forwarded(run, half, topology, f"shard-{i}", scenario, step)]
     sharded: dict[int, set] = {}
-    for run in shard_runs_:
+    for run in shards:
         for t, a in alerts(run, topology.shard_label).items():
             sharded.setdefault(t, set()).update(a)
     if topology.global_:

@@ -173,10 +173,8 @@ def test_the_shards_in_one_replay_write_what_each_shard_alone_writes(name, rende
     writes (records, ALERTS, its inputs) is the same, value for value, as in a run of that shard alone."""
     scenario, topology = ALL[name], se.rendered_topology(rendered)
     halves, listed = se.split(scenario), f"ALERTS|{topology.listed}"
-    merged = se.untagged(se.replay(promtool, topology.shard, se.tagged(halves, topology.tag_label), scenario.interval,
-                                   scenario.evaluation_interval, scenario.duration, listed, tmp_path, "shards"),
-                         len(halves), topology.tag_label)
-    alone = se.shard_runs(promtool, topology, halves, scenario, listed, tmp_path, separate=True)
+    merged = se.runs_together(promtool, topology, halves, scenario, listed, tmp_path)
+    alone = se.runs_apart(promtool, topology, halves, scenario, listed, tmp_path)
     assert all(run.samples for run in merged)
     for i, (one, other) in enumerate(zip(merged, alone)):
         assert one.samples.keys() == other.samples.keys(), (i, sorted(set(one.samples) ^ set(other.samples))[:4])
