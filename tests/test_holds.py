@@ -21,6 +21,7 @@ import yaml
 import shard_equality as se
 from conftest import ROOT, cheapest_per_mode, replay_fixture
 from rulesgen import artifacts
+from rulesgen.builders import promtool_tests
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
 from rulesgen.load.settings import load_settings
@@ -92,8 +93,19 @@ def _first_firing_listing(s) -> dict:
             "exp_samples": []}
 
 
+def _onset_listing(s, i: int, e) -> dict:
+    """For an expectation repeating an earlier one (a second fault): each alert's first new onset since its
+    `after`, tagged repeat_index="i"."""
+    alerts, step = 'ALERTS{alertstate="firing"}', f"{s.evaluation_interval}s"
+    expr = (f"min_over_time((timestamp({alerts}) unless {alerts} offset {step})"
+            f"[{s.duration - e.after + 1}s:{step}])")
+    expr = f'label_replace(label_replace({expr}, "{se.AT}", "{s.duration}", "", ""), "repeat_index", "{i}", "", "")'
+    return {"expr": expr, "eval_time": f"{s.duration}s", "exp_samples": []}
+
+
 def first_firings(promtool: str, test_file: Path, s, workdir: Path) -> list[int | None]:
-    """Per expectation of s, its first firing (seconds from the start) on the rules its modes need."""
+    """Per expectation of s, its first firing (seconds from the start) on the rules its modes need; for
+    a repeated expectation (promtool_tests.repeats), its first new onset since its `after`."""
     doc = yaml.load(test_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     files = [(test_file.parent / f).resolve() for f in doc["rule_files"]]
     cut = needed_rules(files, {e.failure_mode for e in s.expect})
@@ -103,12 +115,14 @@ def first_firings(promtool: str, test_file: Path, s, workdir: Path) -> list[int 
         path.write_text(json.dumps(rules))
         doc["rule_files"].append(str(path))
     doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
-    doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)]
+    doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)] + [
+        _onset_listing(s, i, e) for i, e in enumerate(s.expect) if promtool_tests.repeats(s, e)]
     run, failures = se._run(promtool, doc, workdir, "holds")
     assert not failures, failures
     firsts = [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()]
     return [min((t for labels, t in firsts if labels.get("failure_mode") == e.failure_mode
-                 and all(labels.get(k) == v for k, v in e.labels)), default=None) for e in s.expect]
+                 and labels.get("repeat_index") == (str(i) if promtool_tests.repeats(s, e) else None)
+                 and all(labels.get(k) == v for k, v in e.labels)), default=None) for i, e in enumerate(s.expect)]
 
 
 @replay_fixture
@@ -124,8 +138,9 @@ def hold_runs(request):
     return {name: (lambda name=name: job(name)) for name in SAMPLE}
 
 
-def _key(e) -> str:
-    return e.failure_mode + "{" + ", ".join(f"{k}={v}" for k, v in e.labels) + "}"
+def _key(s, e) -> str:
+    again = f" again from {e.after}s" if promtool_tests.repeats(s, e) else ""
+    return e.failure_mode + "{" + ", ".join(f"{k}={v}" for k, v in e.labels) + "}" + again
 
 
 def _recorded() -> dict:
@@ -135,7 +150,7 @@ def _recorded() -> dict:
 @pytest.mark.parametrize("name", SAMPLE)
 def test_every_expectation_first_fires_in_its_window_at_its_recorded_time(name, hold_runs, request):
     s, firsts = SCENARIOS[name], hold_runs[name]
-    measured = {_key(e): (None if t is None else t - e.after) for e, t in zip(s.expect, firsts)}
+    measured = {_key(s, e): (None if t is None else t - e.after) for e, t in zip(s.expect, firsts)}
     if request.config.getoption("--update-first-firing"):
         recorded = _recorded()
         recorded[name] = measured
@@ -144,7 +159,7 @@ def test_every_expectation_first_fires_in_its_window_at_its_recorded_time(name, 
                             + yaml.safe_dump(dict(sorted(recorded.items())), sort_keys=True))
     for e, t in zip(s.expect, firsts):
         assert t is not None and e.after <= t <= e.after + e.within, (
-            f"{name}: {_key(e)} first fires at {t} s, expected within [{e.after}, {e.after + e.within}] s")
+            f"{name}: {_key(s, e)} first fires at {t} s, expected within [{e.after}, {e.after + e.within}] s")
     assert measured == _recorded().get(name), (
         f"{name}: the first firings changed (seconds after the fault; was {_recorded().get(name)}): "
         "a changed `for`, window or threshold changes when a user is paged. If deliberate, rerun with "

@@ -1,7 +1,8 @@
 """Scenarios -> promtool unit-test documents.
 
 Each expectation becomes a promql_expr_test whose answer is 1 exactly when the alert first fired
-inside [after, after + within]; a `continuous: true` expectation adds one whose answer is 1 exactly
+inside [after, after + within] (an expectation repeating an earlier one's failure mode and labels, a
+second fault of the same GPU, asks for a new onset there: firing again after it had resolved); a `continuous: true` expectation adds one whose answer is 1 exactly
 when the alert was firing at every evaluation step from after + within to the end, as one label set
 (no resolve, no relabelled twin); one more test lists every firing alert that no expectation or
 also_allowed covers and expects none. First-firing times come from a subquery over
@@ -23,14 +24,30 @@ def replay_range(s: Scenario) -> str:
     return format_duration(s.duration + s.evaluation_interval)
 
 
-def first_firing_expr(s: Scenario, matchers: dict[str, str]) -> str:
-    return f"min(min_over_time(timestamp({firing(matchers)})[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))"
+def first_firing_expr(s: Scenario, matchers: dict[str, str], since: int | None = None) -> str:
+    """The first time the alert fired; with `since`, the first onset at or after it: a step where it
+    fires and did not fire one evaluation before (an alert still firing from an earlier fault is no new
+    page)."""
+    alerts, step = firing(matchers), format_duration(s.evaluation_interval)
+    if since is None:
+        return f"min(min_over_time(timestamp({alerts})[{replay_range(s)}:{step}]))"
+    # one second more than the distance: the step at `since` is inside the left-open range
+    window = format_duration(s.duration - since + 1)
+    return f"min(min_over_time((timestamp({alerts}) unless {alerts} offset {step})[{window}:{step}]))"
+
+
+def repeats(s: Scenario, e: Expectation) -> bool:
+    """e expects the same failure mode and labels as an earlier expectation: a second fault."""
+    earlier = s.expect[:s.expect.index(e)]
+    return any((x.failure_mode, x.labels) == (e.failure_mode, e.labels) for x in earlier)
 
 
 def expectation_expr(s: Scenario, e: Expectation, first_firing=first_firing_expr) -> str:
-    """1 when the expected alert first fired inside [after, after + within]; first_firing(s, matchers)
-    gives the first-firing time in seconds since the start of the replay (vmalert_tests.py passes its own)."""
-    first = first_firing(s, {"failure_mode": e.failure_mode, **dict(e.labels)})
+    """1 when the expected alert first fired inside [after, after + within] (a repeated expectation:
+    fired anew there); first_firing(s, matchers, since) gives the time in seconds since the start of the
+    replay (vmalert_tests.py passes its own)."""
+    since = e.after if repeats(s, e) else None
+    first = first_firing(s, {"failure_mode": e.failure_mode, **dict(e.labels)}, since)
     return f"({first} >= bool {e.after}) * ({first} <= bool {e.after + e.within})"
 
 
@@ -69,6 +86,22 @@ def continuity_tests(s: Scenario) -> list[dict]:
                      f'count_values without () ("steps", count_over_time({alerts}[{continuous_range(s, e)}]))'):
             tests.append({"expr": f'label_replace({expr}, "continuous_index", "{i}", "", "")',
                           "eval_time": format_duration(s.duration), "exp_samples": []})
+    return tests
+
+
+def onset_tests(s: Scenario) -> list[dict]:
+    """For `rulesgen replay`: per repeated expectation i (repeats), each matching series' first onset
+    since its `after` (label onset, tagged repeat_index="i")."""
+    tests = []
+    for i, e in enumerate(s.expect):
+        if not repeats(s, e):
+            continue
+        alerts, step = firing(expect_matchers(e)), format_duration(s.evaluation_interval)
+        window = format_duration(s.duration - e.after + 1)
+        expr = (f'count_values without () ("onset", min_over_time((timestamp({alerts}) unless {alerts} offset {step})'
+                f'[{window}:{step}]))')
+        tests.append({"expr": f'label_replace({expr}, "repeat_index", "{i}", "", "")',
+                      "eval_time": format_duration(s.duration), "exp_samples": []})
     return tests
 
 
@@ -123,7 +156,7 @@ def per_mode_test(s: Scenario, rule_files: list[str], group_order: list[str], fa
     tests = [{"expr": f'count_values without () ("first_firing", min_over_time(timestamp({firing({"failure_mode": fm})})'
                       f'[{replay_range(s)}:{format_duration(s.evaluation_interval)}]))',
               "eval_time": format_duration(s.duration), "exp_samples": []} for fm in failure_modes]
-    return document(s, rule_files, group_order, tests + continuity_tests(s))
+    return document(s, rule_files, group_order, tests + continuity_tests(s) + onset_tests(s))
 
 
 def timing_test(s: Scenario, rule_files: list[str], group_order: list[str], fired: list[dict[str, str]]) -> dict:

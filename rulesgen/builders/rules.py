@@ -88,10 +88,14 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
             severity = view.severity(spec.severity)
             covering = _cover_conditions(fm, severity, catalog, settings, resolved)
             expr = _unless_covered(expr, covering)
+            alertname = conventions.alert_name(fm.id, spec.severity, len(fm.alerts))
+            rule_labels = ("severity", "failure_mode", "action", *dict(settings.extra_labels))
+            if spec.persists:
+                persists = templates.render(spec.persists, context, spec.where, errors, what + " persists").filled()
+                expr = _persisting(expr, alertname, persists, rule_labels)
             if fm.group in IDENTITY_GROUPS:
-                expr = _held_while_silenced(expr, conventions.alert_name(fm.id, spec.severity, len(fm.alerts)),
-                                            _silence_conditions(fm, catalog, settings) + covering,
-                                            ("severity", "failure_mode", "action", *dict(settings.extra_labels)))
+                expr = _held_while_silenced(expr, alertname, _silence_conditions(fm, catalog, settings) + covering,
+                                            rule_labels)
             _check_expr(expr, spec.where, errors, what, recorded, known_metrics, required=len(errors.items) == reported,
                         body=(spec.body, spec.expr))
             _check_placed(marked, spec.where, errors, what)
@@ -338,9 +342,26 @@ def _held_while_silenced(expr: str, alertname: str, conditions: list[tuple[str, 
     copies would make a second series of the same alert beside the expression's own."""
     if not expr or not conditions:
         return expr
-    dropped = promql.by(("alertname", "alertstate", "alertgroup", *rule_labels))
-    own = f'max without ({dropped}) (ALERTS{{alertname="{alertname}", alertstate="firing"}})'
+    own = _own_firing(alertname, rule_labels)
     held = "\nor ".join(f"{own}\n  and on ({on}) {_indent(cond, 2).strip()}" for on, cond in conditions)
+    return f"(\n{_indent(expr.strip(), 2)}\n)\nor (\n{_indent(held, 2)}\n)"
+
+
+def _own_firing(alertname: str, rule_labels) -> str:
+    """The alert's own firing series with the labels the rule sets (and vmalert's alertgroup) dropped, so that
+    `or`-ing it to the expression continues the same identity instead of making a second series."""
+    dropped = promql.by(("alertname", "alertstate", "alertgroup", *rule_labels))
+    return f'max without ({dropped}) (ALERTS{{alertname="{alertname}", alertstate="firing"}})'
+
+
+def _persisting(expr: str, alertname: str, condition: str, rule_labels) -> str:
+    """A fault with no natural end (a GPU off the bus) pages until it ends, not until the expression's
+    memory of it does: the firing alert stays firing while `condition` (catalog persists:, continuing its
+    own ALERTS series) holds. It reads its own ALERTS, so it never starts this way; its cost is one series
+    per firing alert, however long the fault has lasted."""
+    if not expr or not condition.strip():
+        return expr
+    held = f"{_own_firing(alertname, rule_labels)}\n{condition.strip()}"
     return f"(\n{_indent(expr.strip(), 2)}\n)\nor (\n{_indent(held, 2)}\n)"
 
 

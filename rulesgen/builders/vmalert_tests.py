@@ -67,9 +67,10 @@ def vmalert_rule_file(files: Sequence[RuleFile], path: str = RULES_FILE) -> Rule
         "no `interval:` (rulesgen/builders/vmalert_tests.py says why)."))
 
 
-def relative_first_firing(s: Scenario, matchers: dict[str, str]) -> str:
-    """First firing time, in seconds since the start of the replay, whatever vmalert-tool's epoch."""
-    return f"({first_firing_expr(s, matchers)} - time() + {s.duration})"
+def relative_first_firing(s: Scenario, matchers: dict[str, str], since: int | None = None) -> str:
+    """First firing (or onset since `since`) time, in seconds since the start of the replay, whatever
+    vmalert-tool's epoch."""
+    return f"({first_firing_expr(s, matchers, since)} - time() + {s.duration})"
 
 
 def vm_expectation_expr(s: Scenario, e: Expectation) -> str:

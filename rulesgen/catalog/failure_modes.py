@@ -82,7 +82,7 @@ def read_failure_modes(doc, errors, known_metrics, profiling_metrics, workload: 
                                     expr=af.str("expr", required=True) or "",
                                     summary=af.str("summary", required=True) or "",
                                     description=af.str("description", required=True) or "", where=af.at("expr"),
-                                    body=af.body_at("expr")))
+                                    body=af.body_at("expr"), persists=af.str("persists", default="") or ""))
             af.done()
         used = {n for a in alerts for n in template_syntax.attributes_used(a.expr, "w")}
         for w in windows:

@@ -11,7 +11,8 @@ import yaml
 
 from .. import processes
 from ..builders.promtool_tests import (
-    CONTINUOUS, FIRST_FIRING, continuity_tests, document, expr_tests, listing_test, per_mode_test, timing_test)
+    CONTINUOUS, FIRST_FIRING, continuity_tests, document, expr_tests, listing_test, onset_tests, per_mode_test,
+    repeats, timing_test)
 from ..durations import format_duration
 from ..load.scenarios import Scenario
 from ..promql.text import label_set
@@ -102,7 +103,7 @@ def replay(scenario: Scenario, rule_paths: list[Path], failure_modes: list[str])
             got = got_series(output)
             fired = [Fired(tuple(sorted((k, v) for k, v in labels.items() if k not in ("alertstate", "first_firing"))),
                            int(float(labels["first_firing"]))) for labels in got if "first_firing" in labels]
-            return judge(scenario, fired, [g for g in got if "continuous_index" in g])
+            return judge(scenario, fired, [g for g in got if "continuous_index" in g or "repeat_index" in g])
         listed = got_series(run_test(listing_test(scenario, rule_files, order), work, "list"))
         fired = []
         if listed:
@@ -115,15 +116,15 @@ def replay(scenario: Scenario, rule_paths: list[Path], failure_modes: list[str])
                 fired.append(Fired(tuple(sorted((k, v) for k, v in listed[i].items() if k != "alertstate")),
                                    int(float(answer["first_firing"]))))
         continuity = []
-        if any(e.continuous for e in scenario.expect):
-            doc = document(scenario, rule_files, order, continuity_tests(scenario))
+        if continuity_tests(scenario) or onset_tests(scenario):
+            doc = document(scenario, rule_files, order, continuity_tests(scenario) + onset_tests(scenario))
             continuity = got_series(run_test(doc, work, "continuity"))
     return judge(scenario, fired, continuity)
 
 
 def judge(scenario: Scenario, fired: list[Fired], continuity: list[dict[str, str]] = ()) -> Outcome:
     """continuity: the answers of continuity_tests (label sets with continuous_index and last_firing
-    or steps)."""
+    or steps) and of onset_tests (repeat_index and onset)."""
     fired = sorted(fired, key=lambda f: (f.first_firing, f.labels))
     missing, covered = [], set()
     for i, e in enumerate(scenario.expect):
@@ -135,6 +136,16 @@ def judge(scenario: Scenario, fired: list[Fired], continuity: list[dict[str, str
             missing.append(f"{e.failure_mode} {dict(e.labels)} never fired (expected by {_fmt(e.after + e.within)})")
             continue
         first = min(m.first_firing for m in matches)
+        if repeats(scenario, e):
+            onsets = [int(float(c["onset"])) for c in continuity if c.get("repeat_index") == str(i)
+                      and set(e.labels) <= set(c.items())]
+            if not onsets:
+                missing.append(f"{e.failure_mode} {dict(e.labels)} did not fire anew after the fault at {_fmt(e.after)} "
+                               f"(expected by {_fmt(e.after + e.within)}; an earlier page is no new page)")
+            elif min(onsets) > e.after + e.within:
+                missing.append(f"{e.failure_mode} {dict(e.labels)} fired anew at {_fmt(min(onsets))}, later than "
+                               f"{_fmt(e.after + e.within)}")
+            continue
         if first < e.after:
             missing.append(f"{e.failure_mode} {dict(e.labels)} fired at {_fmt(first)}, before the fault at {_fmt(e.after)}")
         elif first > e.after + e.within:
@@ -144,7 +155,7 @@ def judge(scenario: Scenario, fired: list[Fired], continuity: list[dict[str, str
 
 
 def _series_key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    drop = ("alertstate", "continuous_index", "last_firing", "steps", "first_firing")
+    drop = ("alertstate", "continuous_index", "last_firing", "steps", "first_firing", "repeat_index", "onset")
     return tuple(sorted((k, v) for k, v in labels.items() if k not in drop))
 
 

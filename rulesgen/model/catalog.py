@@ -282,6 +282,9 @@ class AlertSpec:
     where: Where = field(compare=False, default=Where("<builtin>"))
     body: Where | None = field(compare=False, default=None)  # expr's first line, when a literal block
     for_source: str = ""  # why `for` is that long (catalog for_source:; required once a file gives any)
+    # A fault with no natural end: while this condition (PromQL continuing `own_alert`: `unless ...`,
+    # `and ...`) holds, the firing alert stays firing whatever its expression's memory (catalog persists:).
+    persists: str = ""
 
 
 @dataclass(frozen=True)

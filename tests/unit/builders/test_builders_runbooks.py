@@ -44,7 +44,7 @@ def test_a_page_lists_the_rules_alerts_of_its_mode(built, pages):
     (alert,) = page.alerts
     assert (alert["severity"], alert["action"], alert["for_text"]) == ("critical", "drain", "1m")
     # the expression is the rule's own: it reads the DBE records
-    assert {"gpu:dcgm_ecc_dbe_volatile:max", "gpu:dcgm_ecc_dbe_aggregate:increase10m"} <= set(tree.recorded_names(alert["expr"]))
+    assert {"gpu:dcgm_ecc_dbe_volatile:max", "gpu:dcgm_ecc_dbe_aggregate:increase15m"} <= set(tree.recorded_names(alert["expr"]))
 
 
 def test_the_dashboard_link_has_no_query_and_the_health_table_is_on_its_own_page(pages):
