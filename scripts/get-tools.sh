@@ -37,9 +37,10 @@ LINKS=(
 
 # A link is in place when it resolves to an executable unpacked under .tools/pkg (not /tmp, not PATH).
 in_place() {
-  local target
+  local target real_pkgs
   target="$(readlink -f "$bin/$1" 2>/dev/null)" || return 1
-  [[ "$target" == "$pkgs/"* && -x "$target" ]]
+  real_pkgs="$(readlink -f "$pkgs")"   # .tools may itself be a link (a git worktree sharing a checkout's tools)
+  [[ "$target" == "$real_pkgs/"* && -x "$target" ]]
 }
 
 show_versions() {
