@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from dashboard_views import (
+    assert_vmalert_tool_answers,
     AUDIENCE_IDS, DASHBOARD_IDS, all_panels, bundled_plan, dashboards_of, data_panels, variable_names)
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir
@@ -237,11 +238,4 @@ def test_promtool_names_the_job_on_each_firing_gpu(promtool, dashboards, tmp_pat
 def test_vmalert_tool_names_the_job_alike(vmalert_tool, dashboards, tmp_path):
     """MetricsQL (vmalert-tool) reads the job join as promtool does."""
     expr, series, expected = planted_firing(dashboards)
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "none", "rules": [
-        {"record": "unused:vector:one", "expr": "vector(1)"}]}]}))
-    (tmp_path / "firing.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series,
-                   "metricsql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": expected}]}]}))
-    proc = subprocess.run([vmalert_tool, "unittest", "--files", "firing.yaml"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_vmalert_tool_answers(vmalert_tool, tmp_path, expr, series, expected)

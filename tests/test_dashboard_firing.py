@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from dashboard_views import bundled_plan, dashboards_of, data_panels
+from dashboard_views import assert_vmalert_tool_answers, bundled_plan, dashboards_of, data_panels
 from rulesgen.builders.dashboards.firing import LEAD_SECONDS, slug_passes
 from rulesgen.model import conventions
 from rulesgen.model.catalog import SEVERITIES
@@ -156,11 +156,4 @@ def test_promtool_evaluates_the_table_query_on_planted_alerts(promtool, dashboar
 def test_vmalert_tool_evaluates_the_table_query_alike(vmalert_tool, dashboards, tmp_path):
     """MetricsQL (VictoriaMetrics' engine, vmalert-tool) reads the query as promtool does."""
     expr, series, expected = planted_alerts(dashboards)
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "none", "rules": [
-        {"record": "unused:vector:one", "expr": "vector(1)"}]}]}))
-    (tmp_path / "firing.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series,
-                   "metricsql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": expected}]}]}))
-    proc = subprocess.run([vmalert_tool, "unittest", "--files", "firing.yaml"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_vmalert_tool_answers(vmalert_tool, tmp_path, expr, series, expected)
