@@ -85,6 +85,7 @@ SHARDED_ARGS ?= --gpus 800
 bench: $(STAMP) tools
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/latency.py
 	$(BIN)/python benchmarks/live_latency.py
+	$(BIN)/python benchmarks/split_lag.py
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python benchmarks/run.py --skip-latency
 	$(BIN)/python benchmarks/fleet.py $(FLEET_ARGS)
 	$(BIN)/python benchmarks/sharded.py $(SHARDED_ARGS)

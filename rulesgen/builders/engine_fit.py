@@ -13,15 +13,27 @@ group, with `--enable-feature=concurrent-rule-eval`, the rules without dependenc
 first, then one by one those with dependencies and dependants, then concurrently those without
 dependants; at most `--rules.max-concurrent-evals` at a time.)
 
-A group is split in place, deterministically, without changing what any rule reads: the rules are laid
-out again in an order that keeps every pair of rules that read one another (a record and its reader;
-an alert and a rule whose ALERTS selector can select it) in their original order, preferring to keep
-rules of one kind (reading ALERTS or not) together; each run of one kind is then cut into the fewest
-groups of at most N rules, at the cuts that separate the fewest such pairs. Evaluated in the new group
-order (promtool's `group_eval_order`, vmalert-tool's levels), every rule sees exactly what it saw before:
-the same values at the same evaluation step. A real engine runs groups independently: a rule reading a
-record of another group reads its latest value, up to one group interval old (`cross_group_reads`
-counts those pairs).
+A group is split in place, deterministically, without changing what any rule reads, and so that no
+chain of reads crosses more than one group boundary: a rule reading a record of another group reads its
+latest value, up to one group interval old (a real engine runs groups independently), so a chain cut
+three times would be three evaluations behind its inputs. Prometheus 3 orders a group's rules by their
+dependencies and vmalert runs them in order, so a chain inside one group costs nothing. The split
+(`_staged`):
+- keeps every dependency-connected set of rules (rules linked by reads within the group: a record and its
+  reader; an alert and a rule whose ALERTS selector can select it) in one group when it fits, packing
+  such sets into groups of at most N rules, rules reading ALERTS with the rules connected to them, every
+  set with none of them in groups without one (those stay eligible for Prometheus 3's concurrent
+  evaluation);
+- cuts a set larger than N in two stages: first the inputs of the rules reading ALERTS and, one at a
+  time, the rule whose inputs taken along leave the largest remaining set smallest (a hub such as the
+  GPU's reporting timestamp or its workload join), each with everything it reads; then the rest. A stage
+  reads only itself and the stage before, and each of its connected sets stays whole, so any chain
+  crosses at most one boundary.
+When no such split fits (a very small N), the group is laid out in an order that keeps every related
+pair in order, runs of one kind are cut into the fewest groups at the cuts that separate the fewest
+related pairs (`_by_cuts`), and `chain_lag` says how far behind a chain can be. Evaluated in the new
+group order (promtool's `group_eval_order`, vmalert-tool's levels), every rule sees exactly what it saw
+before: the same values at the same evaluation step (`cross_group_reads` counts the pairs of groups).
 
 Works on any rule set (rulesgen's own files or any other): rules are objects with `expr`, and `record`
 or `alert` and `labels` (output.Rule, or lint's view of a YAML rule).
@@ -214,6 +226,87 @@ def _pieces(group: RuleGroup, limit: int) -> tuple[tuple[str, tuple[int, ...]], 
     if (limit <= 0 or len(rules) <= limit) and len(set(serial)) <= 1:
         return ((group.name, tuple(range(len(rules)))),)
     pairs = related_pairs(rules)
+    pieces = _staged(serial, pairs, limit) or _by_cuts(rules, serial, pairs, limit)
+    if len(pieces) == 1:
+        return ((group.name, tuple(range(len(rules)))),)
+    names = _names(group.name, [kind for kind, _ in pieces])
+    return tuple((name, tuple(piece)) for name, (_, piece) in zip(names, pieces))
+
+
+def _staged(serial: list[bool], pairs: set[tuple[int, int]], limit: int) -> list[tuple[bool, list[int]]] | None:
+    """Pieces in which no chain of related rules crosses more than one boundary (module doc), as (reads
+    ALERTS, indices in the group's order) in evaluation order; None when none fit within `limit`."""
+    n = len(serial)
+    cap = limit if limit > 0 else n
+    near: dict[int, set[int]] = {k: set() for k in range(n)}
+    before: dict[int, set[int]] = {k: set() for k in range(n)}
+    for i, j in pairs:
+        near[i].add(j)
+        near[j].add(i)
+        before[j].add(i)
+
+    @functools.lru_cache(maxsize=None)
+    def upstream(k: int) -> frozenset[int]:
+        """k and every rule that must be evaluated before it (what it reads, transitively)."""
+        return frozenset({k}).union(*(upstream(i) for i in before[k]))
+
+    def connected(members: set[int]) -> list[list[int]]:
+        out, seen = [], set()
+        for k in sorted(members):
+            if k in seen:
+                continue
+            seen.add(k)
+            todo, part = [k], []
+            while todo:
+                x = todo.pop()
+                part.append(x)
+                for y in near[x]:
+                    if y in members and y not in seen:
+                        seen.add(y)
+                        todo.append(y)
+            out.append(sorted(part))
+        return out
+
+    def largest(members: set[int]) -> int:
+        return max(map(len, connected(members)), default=0)
+
+    everything = set(range(n))
+    first: set[int] = set()
+    if largest(everything) > cap:
+        # The plain inputs of the rules reading ALERTS go first: an ALERTS reader's piece then holds it
+        # and what reads it, not the records it reads (those stay eligible for concurrent evaluation).
+        seeded = set().union(*(upstream(i) for k in range(n) if serial[k] for i in before[k] if not serial[i]))
+        first = seeded if largest(seeded) <= cap else set()
+    while largest(everything - first) > cap:
+        if largest(first) > cap:
+            return None
+        big = max(connected(everything - first), key=lambda part: (len(part), -part[0]))
+        best: tuple[tuple[int, int, int], set[int]] | None = None
+        for hub in big:
+            taken = first | upstream(hub)
+            if largest(taken) > cap:
+                continue
+            key = (largest(everything - taken), len(taken), hub)
+            if best is None or key < best[0]:
+                best = (key, taken)
+        if best is None:
+            return None
+        first = best[1]
+    if largest(first) > cap:
+        return None
+    pieces: list[tuple[int, bool, list[int]]] = []
+    for stage, part in [(0, p) for p in connected(first)] + [(1, p) for p in connected(everything - first)]:
+        kind = any(serial[k] for k in part)
+        home = next((p for p in pieces if p[0] == stage and p[1] == kind and len(p[2]) + len(part) <= cap), None)
+        if home is None:
+            pieces.append((stage, kind, list(part)))
+        else:
+            home[2].extend(part)
+    return [(kind, sorted(members)) for _, kind, members in pieces]
+
+
+def _by_cuts(rules: Sequence, serial: list[bool], pairs: set[tuple[int, int]], limit: int) -> list[tuple[bool, list[int]]]:
+    """The fallback split (module doc): runs of one kind, each cut into the fewest pieces of at most `limit`."""
     order = _layout(rules, serial, pairs)
     runs: list[tuple[bool, list[int]]] = []
     for k in order:
@@ -221,9 +314,21 @@ def _pieces(group: RuleGroup, limit: int) -> tuple[tuple[str, tuple[int, ...]], 
             runs[-1][1].append(k)
         else:
             runs.append((serial[k], [k]))
-    pieces = [(kind, piece) for kind, run in runs for piece in _cut(run, limit, pairs)]
-    names = _names(group.name, [kind for kind, _ in pieces])
-    return tuple((name, tuple(piece)) for name, (_, piece) in zip(names, pieces))
+    return [(kind, piece) for kind, run in runs for piece in _cut(run, limit, pairs)]
+
+
+def chain_lag(pieces: Sequence[RuleGroup]) -> list[tuple[object, int]]:
+    """(rule, lag) for every rule of the pieces one group was split into, in evaluation order: the most
+    piece boundaries a chain of reads into the rule crosses (each one is up to one evaluation interval of
+    delay in a real engine). A rule reading one evaluated after it reads its previous value anyway: such
+    a read adds nothing."""
+    placed = [(k, r) for k, p in enumerate(pieces) for r in p.rules]
+    rules = [r for _, r in placed]
+    lag = [0] * len(rules)
+    for i, j in sorted(related_pairs(rules), key=lambda pair: pair[1]):
+        if reads(rules[j], rules[i]):
+            lag[j] = max(lag[j], lag[i] + (placed[i][0] != placed[j][0]))
+    return list(zip(rules, lag))
 
 
 def _names(base: str, kinds: list[bool]) -> list[str]:
