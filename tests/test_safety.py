@@ -209,7 +209,7 @@ def test_a_scrape_interval_the_windows_do_not_support_is_an_error_at_render(repo
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         "rulesgen.yaml:2:1: error[out-of-range]: scrape_interval 5m is above what the rules support: "
-        "gpu:dcgm_clock_event_thermal:active reads a [5m] rate window, which needs 4 scrapes, so scrape_interval must "
+        "rank:training_step:seconds reads a [5m] rate window, which needs 4 scrapes, so scrape_interval must "
         "be at most 1m15s",
         "1 error(s); nothing written.",
     ]
