@@ -96,9 +96,7 @@ def _first_firing_listing(s) -> dict:
 def _onset_listing(s, i: int, e) -> dict:
     """For an expectation repeating an earlier one (a second fault): each alert's first new onset since its
     `after`, tagged repeat_index="i"."""
-    alerts, step = 'ALERTS{alertstate="firing"}', f"{s.evaluation_interval}s"
-    expr = (f"min_over_time((timestamp({alerts}) unless {alerts} offset {step})"
-            f"[{s.duration - e.after + 1}s:{step}])")
+    expr = promtool_tests.onset_expr(s, 'ALERTS{alertstate="firing"}', e.after)
     expr = f'label_replace(label_replace({expr}, "{se.AT}", "{s.duration}", "", ""), "repeat_index", "{i}", "", "")'
     return {"expr": expr, "eval_time": f"{s.duration}s", "exp_samples": []}
 

@@ -24,16 +24,22 @@ def replay_range(s: Scenario) -> str:
     return format_duration(s.duration + s.evaluation_interval)
 
 
+def onset_expr(s: Scenario, alerts: str, since: int) -> str:
+    """Per series of `alerts`, its first onset at or after `since` (seconds from the start), evaluated at
+    the scenario's end: a step where it fires and did not fire one evaluation before (an alert still
+    firing from an earlier fault is no new page)."""
+    step = format_duration(s.evaluation_interval)
+    # one second more than the distance: the step at `since` is inside the left-open range
+    window = format_duration(s.duration - since + 1)
+    return f"min_over_time((timestamp({alerts}) unless {alerts} offset {step})[{window}:{step}])"
+
+
 def first_firing_expr(s: Scenario, matchers: dict[str, str], since: int | None = None) -> str:
-    """The first time the alert fired; with `since`, the first onset at or after it: a step where it
-    fires and did not fire one evaluation before (an alert still firing from an earlier fault is no new
-    page)."""
+    """The first time the alert fired; with `since`, its first onset at or after it (onset_expr)."""
     alerts, step = firing(matchers), format_duration(s.evaluation_interval)
     if since is None:
         return f"min(min_over_time(timestamp({alerts})[{replay_range(s)}:{step}]))"
-    # one second more than the distance: the step at `since` is inside the left-open range
-    window = format_duration(s.duration - since + 1)
-    return f"min(min_over_time((timestamp({alerts}) unless {alerts} offset {step})[{window}:{step}]))"
+    return f"min({onset_expr(s, alerts, since)})"
 
 
 def repeats(s: Scenario, e: Expectation) -> bool:
@@ -96,10 +102,7 @@ def onset_tests(s: Scenario) -> list[dict]:
     for i, e in enumerate(s.expect):
         if not repeats(s, e):
             continue
-        alerts, step = firing(expect_matchers(e)), format_duration(s.evaluation_interval)
-        window = format_duration(s.duration - e.after + 1)
-        expr = (f'count_values without () ("onset", min_over_time((timestamp({alerts}) unless {alerts} offset {step})'
-                f'[{window}:{step}]))')
+        expr = f'count_values without () ("onset", {onset_expr(s, firing(expect_matchers(e)), e.after)})'
         tests.append({"expr": f'label_replace({expr}, "repeat_index", "{i}", "", "")',
                       "eval_time": format_duration(s.duration), "exp_samples": []})
     return tests
