@@ -55,6 +55,21 @@ def test_lint_without_rule_files_is_a_usage_error_naming_the_folder(tmp_path):
     assert "0 file(s)" not in result.stderr
 
 
+def test_lint_of_a_dashboards_folder_judges_its_json(tmp_path):
+    """`rulesgen lint dashboards` (a folder) lints the dashboards in it, not only its provider.yaml: a
+    panel linking to a dashboard missing from the folder is found."""
+    from conftest import ROOT
+    folder = tmp_path / "dashboards"
+    folder.mkdir()
+    for name in ("provider.yaml", "gpu-health.json", "gpu-on-call.json"):
+        (folder / name).write_text((ROOT / "dashboards" / name).read_text())
+    result = run_cli("lint", "--format", "json", str(folder), cwd=ROOT)
+    report = json.loads(result.stdout)
+    assert sorted(Path(p).name for p in report["files"]) == ["gpu-health.json", "gpu-on-call.json", "provider.yaml"]
+    assert result.returncode == 1 and report["findings"], result.stderr  # links to the dashboards left out
+    assert {Path(f["path"]).suffix for f in report["findings"]} == {".json"}
+
+
 @pytest.mark.parametrize("config", ["failure_modes:\n  ecc_uncorrectable: {enabled: false}\n",
                                     "groups:\n  health: {enabled: false}\n"])
 def test_a_scenario_expecting_a_mode_the_config_does_not_render_is_an_error_at_render(repo, config):

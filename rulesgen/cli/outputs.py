@@ -249,7 +249,7 @@ def lint(files, catalog, config, contract, fmt):
     """Offline checks of rule FILES and Grafana dashboards (*.json; default alerts/prometheus/*.yaml,
     alerts/sharded/*/*.yaml and dashboards/*.json), in the manner of pint and grafana/dashboard-linter.
 
-    A folder stands for its *.yaml and *.yml files: a deployment folder (rule files, PrometheusRule or VMRule
+    A folder stands for its *.yaml, *.yml and *.json files: a deployment folder (rule files, PrometheusRule or VMRule
     objects, a kustomization) fails tier-mix when it holds two tiers.
 
     A file whose header declares `# Tier shard (` (alerts/sharded/shard/) may hold only local and partial
@@ -271,8 +271,8 @@ def lint(files, catalog, config, contract, fmt):
         sorted(Path("alerts/prometheus").glob("*.yaml")) + sorted(Path("alerts/sharded").glob("*/*.yaml"))
         + sorted(Path("dashboards").glob("*.json")))
     if files and not paths:
-        raise click.UsageError(f"nothing to lint in {', '.join(files)}: a folder stands for its *.yaml and *.yml "
-                               "files, and it has none")
+        raise click.UsageError(f"nothing to lint in {', '.join(files)}: a folder stands for its *.yaml, *.yml and "
+                               "*.json files, and it has none")
     try:
         from ..load.settings import load_settings
         settings = load_settings(config_path(config))
@@ -301,9 +301,9 @@ def lint(files, catalog, config, contract, fmt):
 
 
 def _expand(path: Path) -> list[Path]:
-    """A folder's YAML files (lint DIR), else the file itself."""
+    """A folder's YAML files and Grafana dashboards (lint DIR), else the file itself."""
     if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
     return [path]
 
 
