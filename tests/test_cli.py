@@ -192,6 +192,20 @@ def test_check_json(edited):
     assert health["diff"].startswith("--- a/alerts/prometheus/health.yaml\n+++ b/alerts/prometheus/health.yaml\n")
 
 
+def test_errors_of_a_json_command_are_json(tmp_path):
+    """A command run with --format json reports its errors (a config error at its line, here) as JSON on
+    stdout, exit 1, and nothing on stderr: a script never has to parse two formats."""
+    config = tmp_path / "rulesgen.yaml"
+    config.write_text("evaluation_interval: 1m\nmax_rules_per_group: 3\n")
+    result = run_cli("check", "--config", str(config), "--format", "json")
+    assert result.returncode == 1 and result.stderr == "", result.stderr
+    (error,) = as_json(result)["errors"]
+    assert (error["path"], error["line"], error["code"]) == (str(config), 2, "out-of-range"), error
+    assert "max_rules_per_group: 3 is out of range" in error["message"]
+    text = run_cli("check", "--config", str(config))
+    assert text.returncode == 1 and text.stdout == "" and "error[out-of-range]" in text.stderr
+
+
 def test_list_json():
     doc = as_json(run_cli("list", "--format", "json"))
     modes = {m["id"]: m for m in doc["failure_modes"]}

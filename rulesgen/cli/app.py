@@ -87,6 +87,13 @@ def apply_size_warnings(plan) -> None:
 
 
 def fail(exc: RulesgenError) -> None:
+    """Print the diagnostics and exit 1: as JSON on stdout for a command run with --format json (a script
+    reading its output gets the errors in the same form as its results), else one line each on stderr."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.params.get("fmt") == "json":
+        emit_json({"errors": [{"path": d.path, "line": d.line, "col": d.col, "severity": d.severity, "code": d.code,
+                               "message": d.message} for d in exc.diagnostics]})
+        sys.exit(1)
     for d in exc.diagnostics:
         click.echo(styled(str(d)), err=True)
     click.echo(f"{len(exc.diagnostics)} error(s); nothing written.", err=True)
