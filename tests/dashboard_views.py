@@ -61,14 +61,15 @@ def referenced_variables(text: str) -> set[str]:
     return {m for m in re.findall(r"\$\{?([A-Za-z_]\w*)", text) if not m.startswith("__")}
 
 
-def assert_vmalert_tool_answers(vmalert_tool, tmp_path, expr: str, series: list[dict], expected: list[dict]) -> None:
-    """vmalert-tool (MetricsQL) gives `expected` for a panel query over `series` at 5m. It needs a rule file,
+def assert_vmalert_tool_answers(vmalert_tool, tmp_path, expr: str, series: list[dict], expected: list[dict],
+                                eval_time: str = "5m") -> None:
+    """vmalert-tool (MetricsQL) gives `expected` for a panel query over `series` at eval_time. It needs a rule file,
     so it gets one that records nothing the query reads."""
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "none", "rules": [
         {"record": "unused:vector:one", "expr": "vector(1)"}]}]}))
     (tmp_path / "firing.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
         "tests": [{"interval": "1m", "input_series": series,
-                   "metricsql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": expected}]}]}))
+                   "metricsql_expr_test": [{"expr": expr, "eval_time": eval_time, "exp_samples": expected}]}]}))
     proc = subprocess.run([vmalert_tool, "unittest", "--files", "firing.yaml"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

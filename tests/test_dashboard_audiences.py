@@ -210,32 +210,47 @@ def test_from_the_on_call_table_the_gpu_runbook_and_job_are_one_click_away(dashb
 
 
 def planted_firing(dashboards) -> tuple[str, list, list]:
-    """The on-call table's query, and three firing alerts: a hardware alert on a GPU that runs a pod gets the pod's
-    job; a node alert stays as it is; an efficiency alert that already names its pod is one row, not two."""
+    """The on-call table's query, and four firing alerts: a drain alert (DBE) names the job its fault hit (the
+    drain onset's), though a notebook runs on the GPU now; a warning on the same GPU names the notebook, the
+    GPU's pod now; a node alert stays as it is; an efficiency alert that already names its pod is one row, not
+    two."""
     expr = panel(dashboards[ON_CALL], "Alerts firing now")["targets"][0]["expr"]
     expr = re.sub(r'=~"\$\w+"', '=~".*"', expr)
-    gpu = 'alertname="GPUECCUncorrectable", failure_mode="ecc_uncorrectable", severity="critical", ' + GPU.format(n=0)
+    gpu = ('alertname="GPUECCUncorrectable", failure_mode="ecc_uncorrectable", severity="critical", action="drain", '
+           + GPU.format(n=0))
+    hot = ('alertname="GPUThermalThrottling", failure_mode="thermal_throttling", severity="warning", '
+           'action="investigate", ' + GPU.format(n=0))
     idle = ('alertname="GPUIdleAllocated", failure_mode="gpu_idle_allocated", severity="info", namespace="team", '
             'pod="x-1", ' + GPU.format(n=1))
     node = 'alertname="GPUExporterDown", failure_mode="exporter_down", severity="warning", cluster="c", Hostname="n2"'
-    series = [s for labels, since in ((gpu, 120), (idle, 60), (node, 300)) for s in (
+    series = [s for labels, since in ((gpu, 120), (hot, 180), (idle, 60), (node, 300)) for s in (
         {"series": f"ALERTS_FOR_STATE{{{labels}}}", "values": f"{since}x70"},
         {"series": f'ALERTS{{{labels}, alertstate="firing"}}', "values": "1x70"})]
-    series += [{"series": f'gpu:dcgm_workload:info{{{GPU.format(n=n)}, namespace="team", pod="x-{n}", workload="x"}}',
-                "values": "1x70"} for n in range(2)]
+    series += [{"series": f'gpu:dcgm_workload:info{{{GPU.format(n=1)}, namespace="team", pod="x-1", workload="x"}}',
+                "values": "1x70"},
+               # GPU 0: the job's pod until 2m, a notebook from 3m; the drain episode started at 2m under the job
+               # (read at 10m: the job's pod is past both engines' 5m lookback, as a replaced pod's series is)
+               {"series": f'gpu:dcgm_workload:info{{{GPU.format(n=0)}, namespace="team", pod="x-0", workload="x"}}',
+                "values": "1x2"},
+               {"series": f'gpu:dcgm_workload:info{{{GPU.format(n=0)}, namespace="lab", pod="nb-0", workload="nb"}}',
+                "values": "_x2 1x67"},
+               {"series": f'gpu:dcgm_drain_alert:onset{{{GPU.format(n=0)}, namespace="team", pod="x-0", workload="x"}}',
+                "values": "_ _ 120"}]
     expected = [
         {"labels": f'{{{gpu}, namespace="team", workload="x", pod="x-0", runbook="ecc-uncorrectable", priority="1"}}',
          "value": 120000},
+        {"labels": f'{{{hot}, namespace="lab", workload="nb", pod="nb-0", runbook="thermal-throttling", priority="2"}}',
+         "value": 180000},
         {"labels": f'{{{idle}, workload="x", runbook="gpu-idle-allocated", priority="3"}}', "value": 60000},
         {"labels": f'{{{node}, runbook="exporter-down", priority="2"}}', "value": 300000}]
     return expr, series, expected
 
 
 def test_promtool_names_the_job_on_each_firing_gpu(promtool, dashboards, tmp_path):
-    evaluate(promtool, tmp_path, *planted_firing(dashboards), eval_time="5m")
+    evaluate(promtool, tmp_path, *planted_firing(dashboards), eval_time="10m")
 
 
 def test_vmalert_tool_names_the_job_alike(vmalert_tool, dashboards, tmp_path):
     """MetricsQL (vmalert-tool) reads the job join as promtool does."""
     expr, series, expected = planted_firing(dashboards)
-    assert_vmalert_tool_answers(vmalert_tool, tmp_path, expr, series, expected)
+    assert_vmalert_tool_answers(vmalert_tool, tmp_path, expr, series, expected, eval_time="10m")

@@ -52,6 +52,8 @@ ROLES = {
     "job_gpu_panels": RoleSpec(RECORD, "the GPU Jobs dashboard's per-GPU panels, in order", (
         "gpu:dcgm_sm_active:ratio", "gpu:dcgm_tensor_active:ratio", "gpu:dcgm_gpu_util:ratio", "gpu:dcgm_sm_clock:max",
         "gpu:dcgm_gpu_temp:max", "gpu:dcgm_power_usage:max", "gpu:dcgm_fb_used:ratio"), many=True),
+    "drain_onset": RoleSpec(RECORD, "one sample when a drain episode starts on a GPU, labelled with the job on it then: "
+                            "the on-call table names the job a drain alert hit", ("gpu:dcgm_drain_alert:onset",)),
     "training_job": RoleSpec(RECORD, "the training job on each GPU", ("gpu:training_job:info",)),
     "rank_loss": RoleSpec(RECORD, "each rank's finite training loss", ("rank:training_loss:finite",)),
     "job_loss_smoothed": RoleSpec(RECORD, "the job's loss, median of its ranks over 15 minutes",

@@ -13,7 +13,9 @@ is a `priority` label (1 for the first of model.catalog.SEVERITIES), drawn as th
 
 On the on-call dashboard (with_jobs) each row of a GPU that runs a pod also names the pod and its job (the
 `workload` record joined on the GPU's identity: hardware alerts carry the GPU only, README "Alert identity"),
-and links to that job's GPUs in GPU Jobs: the GPU's view, the runbook and the job one click from the row.
+and links to that job's GPUs in GPU Jobs: the GPU's view, the runbook and the job one click from the row. A
+drain-action alert names the job its fault hit: the one the `drain_onset` record saw on the GPU when the
+drain episode started (its newest sample within ONSET_MEMORY), not whatever pod the scheduler put there since.
 
 Grafana cannot run here: the table is a Grafana table panel as Grafana's schema describes it (instant queries in
 table format, merged on their labels, organized, links as data links with ${__data.fields.X}); the tests check
@@ -32,6 +34,9 @@ from .panels import SEVERITY_COLOR, target
 from .prose import panel_text, panel_title
 
 LEAD_SECONDS = 3600  # the time range a row opens starts this long before the alert became active
+# How far back a drain alert's row looks for the job at its episode's start: a drain alert still firing after a
+# week names the GPU's pod now (by then the node is drained, or the alert ignored; heuristic).
+ONSET_MEMORY = "7d"
 ACTIVE_SINCE, WINDOW_START, SEVERITY = "Active since", "window_start_ms", "Severity"
 
 
@@ -51,23 +56,35 @@ def with_runbook_and_priority(expr: str, passes: int) -> str:
     return out
 
 
-def firing_expr(ctx: Context, modes: list[FailureMode]) -> str:
-    """The firing alerts of modes, valued with the time they became active (seconds)."""
+def firing_expr(ctx: Context, modes: list[FailureMode], action: str | None = None) -> str:
+    """The firing alerts of modes (with `action`: those with that action label), valued with the time they
+    became active (seconds)."""
     ids = "|".join(fm.id for fm in modes) or "none"
     keys = ("cluster", "host", "gpu")
-    return (f'ALERTS_FOR_STATE{{failure_mode=~"{ids}", {ctx.variables.matchers(keys)}}}\n'
+    only = f'action="{action}", ' if action else ""
+    return (f'ALERTS_FOR_STATE{{failure_mode=~"{ids}", {only}{ctx.variables.matchers(keys)}}}\n'
             f'  and ignoring (alertstate) ALERTS{{alertstate="firing"}}')
 
 
-def with_job(ctx: Context, expr: str) -> str:
-    """expr's rows of a GPU that runs a pod labelled with the pod, its namespace and its job (the workload record,
-    one series per GPU; the record's values replace an efficiency alert's own), the other rows as they are (`unless`:
-    an efficiency alert's row is not repeated without its job)."""
+def with_job(ctx: Context, modes: list[FailureMode]) -> str:
+    """The firing alerts of modes, each row of a GPU that runs a pod labelled with the pod, its namespace and its
+    job (the workload record, one series per GPU; the record's values replace an efficiency alert's own), a
+    drain alert's row with the job of its episode's start instead (module doc), the other rows as they are
+    (`unless`: no row is repeated without its job)."""
     s = ctx.settings
+    expr = firing_expr(ctx, modes)
     job = promql.by((*s.workload_labels, WORKLOAD_LABEL))
     pods = f'{ctx.named("workload")}{{{s.pod_label}!=""}}'
-    return (f"(\n  ({expr})\n    * on ({ctx.gpu_id}) group_left ({job}) {pods}\n"
-            f"  or (({expr}) unless on ({ctx.gpu_id}) {pods})\n)")
+    onset_record = ctx.catalog.named("drain_onset")
+    if onset_record is None:  # a catalog without the record: every row names the GPU's pod now
+        return (f"(\n  ({expr})\n    * on ({ctx.gpu_id}) group_left ({job}) {pods}\n"
+                f"  or (({expr}) unless on ({ctx.gpu_id}) {pods})\n)")
+    onset = f'last_over_time({onset_record}{{{s.pod_label}!=""}}[{ONSET_MEMORY}])'
+    hit = (f"(\n    ({firing_expr(ctx, modes, 'drain')})\n"
+           f"      + on ({ctx.gpu_id}) group_left ({job}) (0 * {onset})\n  )")
+    rest = f"(({expr}) unless on ({ctx.gpu_id}, alertname, severity) {hit})"
+    return (f"(\n  {hit}\n  or {rest}\n    * on ({ctx.gpu_id}) group_left ({job}) {pods}\n"
+            f"  or ({rest} unless on ({ctx.gpu_id}) {pods})\n)")
 
 
 def row_links(ctx: Context, with_jobs: bool = False) -> list[dict]:
@@ -97,7 +114,7 @@ def row_links(ctx: Context, with_jobs: bool = False) -> list[dict]:
 def firing_table(ctx: Context, modes: list[FailureMode], with_jobs: bool = False) -> Table:
     """The firing alerts of modes now, one row each, most severe first (rows sorted by Severity); with_jobs each
     GPU's pod and job beside it (with_job), and a link to the job."""
-    firing = with_job(ctx, firing_expr(ctx, modes)) if with_jobs else firing_expr(ctx, modes)
+    firing = with_job(ctx, modes) if with_jobs else firing_expr(ctx, modes)
     expr = with_runbook_and_priority(firing, slug_passes(list(ctx.catalog.failure_modes)))
     s = ctx.settings
     jobs = [s.namespace_label, WORKLOAD_LABEL, s.pod_label] if with_jobs else []
