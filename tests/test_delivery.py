@@ -22,8 +22,9 @@ def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, vma
     those wrap alerts/prometheus/ (rulesgen.io/tier: single), the tiers' objects wrap the tiers' plain files, the
     global groups with their query delay added (each kind's own field); the single server's VMRule groups
     evaluate outputs.vmrule.eval_delay (10 s) in the past, with victoria-metrics' latency_offset to match (vmalert
-    and victoria-metrics default to 30 s, a quarter of the 2-minute hardware target). A user's sharded render has
-    no single objects (tests/test_sharding_config.py)."""
+    and victoria-metrics default to 30 s, a quarter of the 2-minute hardware target) and without aligning the query
+    time to the interval (up to one more interval late). A user's sharded render has no single objects
+    (tests/test_sharding_config.py)."""
     for folder, api, kind in (("prometheus-operator", "monitoring.coreos.com/v1", "PrometheusRule"),
                               ("victoriametrics-operator", "operator.victoriametrics.com/v1beta1", "VMRule")):
         single = {p.stem: load(p) for p in (rendered / "alerts" / "prometheus").glob("*.yaml")}
@@ -46,8 +47,8 @@ def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, vma
                 single_vm = kind == "VMRule" and tier == "single"
                 delays = {g.pop(DELAY[kind], None) for g in doc["spec"]["groups"]}
                 assert delays == ({"1m"} if tier == "global" else {"10s"} if single_vm else {None})
-                params = [g.pop("params", None) for g in doc["spec"]["groups"]]
-                assert params == [{"latency_offset": ["10s"]} if single_vm else None] * len(params)
+                params = [(g.pop("params", None), g.pop("eval_alignment", None)) for g in doc["spec"]["groups"]]
+                assert params == [({"latency_offset": ["10s"]}, False) if single_vm else (None, None)] * len(params)
                 assert doc["spec"] == plain[p.stem.removeprefix("rulesgen-")]
                 spec.write_text(yaml.safe_dump(doc["spec"]))
                 proc = subprocess.run([promtool, "check", "rules", str(spec)], capture_output=True, text=True)

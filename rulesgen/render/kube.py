@@ -59,12 +59,16 @@ def with_latency(spec: dict, delay: int) -> dict:
     would be moved back to 30 s. A sample is stamped at its scrape's start and written when the scrape ends (at
     most the scrape_timeout later, 10 s by default in Prometheus and vmagent; vmagent flushes every second).
     vmalert stamps a recording rule's result with the query time, so the delay is paid once per chain of groups,
-    not once per group. A group with a delay of its own (none in the single server's files) keeps it."""
+    not once per group. `eval_alignment: false`: by default vmalert also truncates the query time to a multiple
+    of the group's interval, which at a 1m interval puts it anywhere from the delay to the delay plus a minute
+    in the past (measured on 1.145: a 1m group evaluating at :36.6 with eval_delay 10s asked for :00); Prometheus
+    queries at its evaluation time. A group with a delay of its own (none in the single server's files) keeps it."""
     d = format_duration(delay)
     groups = []
     for g in spec["groups"]:
         group = {k: v for k, v in g.items() if k != "rules"}
         group.setdefault("eval_delay", d)
+        group["eval_alignment"] = False
         group["params"] = {"latency_offset": [group["eval_delay"]]}
         group["rules"] = g["rules"]
         groups.append(group)
