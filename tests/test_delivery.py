@@ -17,11 +17,14 @@ def load(path: Path):
 DELAY = {"PrometheusRule": "query_offset", "VMRule": "eval_delay"}
 
 
-def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, tmp_path):
+def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, vmalert, tmp_path):
     """The repository's config is sharded and keeps the single server's objects (sharding.single_server_objects):
     those wrap alerts/prometheus/ (rulesgen.io/tier: single), the tiers' objects wrap the tiers' plain files, the
-    global groups with their query delay added (each kind's own field). A user's sharded render has no single
-    objects (tests/test_sharding_config.py)."""
+    global groups with their query delay added (each kind's own field); the single server's VMRule groups
+    evaluate outputs.vmrule.eval_delay (10 s) in the past, with victoria-metrics' latency_offset to match (vmalert
+    and victoria-metrics default to 30 s, a quarter of the 2-minute hardware target) and without aligning the query
+    time to the interval (up to one more interval late). A user's sharded render has no single objects
+    (tests/test_sharding_config.py)."""
     for folder, api, kind in (("prometheus-operator", "monitoring.coreos.com/v1", "PrometheusRule"),
                               ("victoriametrics-operator", "operator.victoriametrics.com/v1beta1", "VMRule")):
         single = {p.stem: load(p) for p in (rendered / "alerts" / "prometheus").glob("*.yaml")}
@@ -36,10 +39,17 @@ def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, tmp
                 assert doc["metadata"]["namespace"] == "monitoring"
                 tier = doc["metadata"]["labels"]["rulesgen.io/tier"]
                 assert (tier == "single") == (plain is single)
-                delays = {g.pop(DELAY[kind], None) for g in doc["spec"]["groups"]}
-                assert delays == ({"1m"} if tier == "global" else {None})
-                assert doc["spec"] == plain[p.stem.removeprefix("rulesgen-")]
                 spec = tmp_path / f"{d.name}-{p.name}"
+                spec.write_text(yaml.safe_dump(doc["spec"]))
+                if kind == "VMRule":  # vmalert reads the groups as the operator hands them over
+                    proc = subprocess.run([vmalert, "-dryRun", f"-rule={spec}"], capture_output=True, text=True)
+                    assert proc.returncode == 0, proc.stdout + proc.stderr
+                single_vm = kind == "VMRule" and tier == "single"
+                delays = {g.pop(DELAY[kind], None) for g in doc["spec"]["groups"]}
+                assert delays == ({"1m"} if tier == "global" else {"10s"} if single_vm else {None})
+                params = [(g.pop("params", None), g.pop("eval_alignment", None)) for g in doc["spec"]["groups"]]
+                assert params == [({"latency_offset": ["10s"]}, False) if single_vm else (None, None)] * len(params)
+                assert doc["spec"] == plain[p.stem.removeprefix("rulesgen-")]
                 spec.write_text(yaml.safe_dump(doc["spec"]))
                 proc = subprocess.run([promtool, "check", "rules", str(spec)], capture_output=True, text=True)
                 assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -48,6 +58,22 @@ def test_prometheus_rule_and_vmrule_wrap_the_same_groups(rendered, promtool, tmp
     labels = load(rendered / "deploy/prometheus-operator-sharded/rulesgen-shard-health.yaml")["metadata"]["labels"]
     assert labels["release"] == "kube-prometheus-stack"
     assert "release" not in load(rendered / "deploy/prometheus-operator-sharded/rulesgen-global-fleet.yaml")["metadata"]["labels"]
+
+
+def test_the_vmrule_eval_delay_is_a_setting_checked_at_its_line(tmp_path):
+    from rulesgen.load.settings import load_settings
+    from rulesgen.errors import RulesgenError
+    cfg = tmp_path / "rulesgen.yaml"
+    cfg.write_text("outputs:\n  vmrule:\n    enabled: true\n    eval_delay: 25s\n")
+    assert load_settings(cfg).outputs.vmrule.eval_delay == 25
+    cfg.write_text("outputs:\n  vmrule:\n    enabled: true\n    eval_delay: 0s\n  prometheus_rule:\n    eval_delay: 5s\n")
+    with pytest.raises(RulesgenError) as info:
+        load_settings(cfg)
+    assert [str(d).replace(str(cfg), "rulesgen.yaml") for d in info.value.diagnostics] == [
+        "rulesgen.yaml:4:5: error[out-of-range]: outputs.vmrule.eval_delay is outside [1s, 10m]: vmalert evaluates this "
+        "far in the past, so that the newest scrape has been written (at least the scrape's duration, at most its "
+        "scrape_timeout) and an alert is still on time",
+        "rulesgen.yaml:6:5: error[unknown-key]: outputs.prometheus_rule: unknown key 'eval_delay'"]
 
 
 def test_dashboard_resources_carry_every_dashboard(rendered):
@@ -88,6 +114,9 @@ def test_alertmanager_config_passes_amtool_and_routes_by_severity(rendered, amto
     # routes[0] is what users merge under their own root: it carries the catalog's timings itself.
     timings = {k: doc["route"]["routes"][0].get(k) for k in ("group_wait", "group_interval", "repeat_interval")}
     assert timings == {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"}
+    # a page waits 10 s, not the route's 30 s (catalog/alertmanager.yaml: a quarter of the 2-minute hardware target)
+    waits = {r["matchers"][0]: r.get("group_wait") for r in doc["route"]["routes"][0]["routes"]}
+    assert waits == {'severity="critical"': "10s", 'severity="warning"': None, 'severity="info"': None}
 
 
 def test_amtool_rejects_a_broken_config(tmp_path, rendered, amtool):

@@ -2,8 +2,9 @@
 validated with amtool check-config).
 
 Everything comes from the catalog (catalog/alertmanager.yaml): the timings, a receiver per severity
-(critical pages, warning goes to a ticket receiver, info never notifies), the failure modes that
-silence their GPU or node (gpu_lost, exporter_down); and a failure mode's symptoms (catalog `covers`)
+(critical pages, warning goes to a ticket receiver, info never notifies) and the severity's own group_wait
+where the catalog sets one (critical), the failure modes that silence their GPU or node (gpu_lost,
+exporter_down); and a failure mode's symptoms (catalog `covers`)
 are inhibited while it fires on the same GPU. Grouped by cluster, host and failure mode."""
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def build_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibi
             "group_by": [cluster, host, "failure_mode"],
             **timings,
             "routes": [{"matchers": [f'severity="{r.severity}"'], "receiver": receiver[r.receiver],
+                        **({"group_wait": format_duration(r.group_wait)} if r.group_wait is not None else {}),
                         **({"repeat_interval": format_duration(r.repeat_interval)} if r.repeat_interval else {})}
                        for r in routing.severities],
         }],

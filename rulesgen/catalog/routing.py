@@ -22,10 +22,18 @@ def read_routing(doc, errors, modes) -> Routing:
     items, wheres = top.list("severities", required=True)
     for item, w in zip(items, wheres):
         f = Fields(item, errors, "severity route", fallback=w)
+        severity = f.str("severity", required=True, choices=SEVERITIES) or "info"
+        group_wait = None
+        if f.has("group_wait"):  # the severity's own group_wait, with its own source
+            gw = Fields(f.mapping("group_wait"), errors, f"severity {severity} group_wait", fallback=f.at("group_wait"))
+            group_wait = gw.duration("value", required=True)
+            gw.str("source", required=True)
+            gw.done()
         severities.append(SeverityRoute(
-            severity=f.str("severity", required=True, choices=SEVERITIES) or "info",
+            severity=severity,
             receiver=f.str("receiver", required=True, choices=RECEIVERS) or "none",
-            repeat_interval=f.duration("repeat_interval"), source=f.str("source", required=True) or ""))
+            repeat_interval=f.duration("repeat_interval"), source=f.str("source", required=True) or "",
+            group_wait=group_wait))
         f.done()
     missing = sorted(set(SEVERITIES) - {r.severity for r in severities})
     if missing:

@@ -115,6 +115,8 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
             conf(f"    folder: {_scalar(k.folder)}")
         if name == "grafana_operator":
             conf(f"    instance_selector: {_pairs(k.instance_selector)}")
+        if name == "vmrule":
+            conf(f"    eval_delay: {format_duration(k.eval_delay)}  # how far in the past vmalert evaluates (eval_delay, latency_offset)")
     conf(f"  alertmanager: {_scalar(s.outputs.alertmanager)}  # alertmanager/rulesgen.yaml: routes and inhibit_rules")
     conf(f"  runbooks: {_scalar(s.outputs.runbooks)}  # runbooks/<failure-mode>.md")
     conf(f"  exporter_counters: {_scalar(s.outputs.exporter_counters)}  # exporter/: the dcgm-exporter counters the rules read")

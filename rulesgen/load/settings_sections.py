@@ -64,6 +64,7 @@ def parse_outputs(node, errors: Collector) -> Outputs:
             labels=kf.str_map("labels"),
             folder=kf.str("folder", default=default.folder) if name in ("dashboard_configmaps", "grafana_operator") else default.folder,
             instance_selector=(kf.str_map("instance_selector") or default.instance_selector) if name == "grafana_operator" else default.instance_selector,
+            eval_delay=_eval_delay(kf, errors) if name == "vmrule" else default.eval_delay,
         )
         kf.done()
     out = Outputs(**kube, alertmanager=bool(f.bool("alertmanager", default=True)),
@@ -72,6 +73,23 @@ def parse_outputs(node, errors: Collector) -> Outputs:
                   scenario_tests=bool(f.bool("scenario_tests", default=True)))
     f.done()
     return out
+
+
+# outputs.vmrule.eval_delay: at least a second (victoria-metrics refuses latency_offset=0s; vmalert reads a group's
+# eval_delay of 0 as unset), at most what sharding.evaluation_delay allows (MAX_EVALUATION_DELAY).
+MIN_VMRULE_EVAL_DELAY = 1
+
+
+def _eval_delay(kf: Fields, errors: Collector) -> int:
+    default = KubeOutput().eval_delay
+    delay = kf.duration("eval_delay", default=default)
+    if delay is not None and not MIN_VMRULE_EVAL_DELAY <= delay <= MAX_EVALUATION_DELAY:
+        errors.add(kf.at("eval_delay"), "out-of-range",
+                   f"outputs.vmrule.eval_delay is outside [{MIN_VMRULE_EVAL_DELAY}s, {MAX_EVALUATION_DELAY // 60}m]: "
+                   "vmalert evaluates this far in the past, so that the newest scrape has been written (at least the "
+                   "scrape's duration, at most its scrape_timeout) and an alert is still on time")
+        return default
+    return default if delay is None else delay
 
 
 def parse_dashboards(fields: Fields, errors: Collector) -> DashboardSettings:

@@ -345,6 +345,7 @@ class SeverityRoute:
     receiver: str  # page | ticket | none (their names come from rulesgen.yaml)
     repeat_interval: int | None  # seconds; None: the route's
     source: str
+    group_wait: int | None = None  # seconds; None: the route's (catalog: with a source of its own)
 
 
 @dataclass(frozen=True)

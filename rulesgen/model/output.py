@@ -115,6 +115,10 @@ class KubeOutput:
     labels: tuple[tuple[str, str], ...] = ()
     folder: str = "GPU"  # dashboards: Grafana folder (ConfigMap annotation / GrafanaDashboard folder)
     instance_selector: tuple[tuple[str, str], ...] = (("dashboards", "grafana"),)  # grafana-operator
+    # VMRule only (outputs.vmrule.eval_delay): how far in the past vmalert evaluates the single server's groups,
+    # written as each group's eval_delay and as its queries' latency_offset (victoria-metrics' per-query
+    # -search.latencyOffset), in place of vmalert's and victoria-metrics' default 30 s.
+    eval_delay: int = 10
 
 
 # The label of every rendered rule object (PrometheusRule, VMRule) naming its tier: single (topology: single),

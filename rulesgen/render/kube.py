@@ -7,6 +7,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
+from ..durations import format_duration
 from ..model.output import TIER_LABEL, Artifact, KubeOutput, RuleFile
 from .prometheus import groups_dict
 from .yamltext import dump, header
@@ -36,14 +37,42 @@ def _metadata(name: str, out: KubeOutput, extra_labels=(), annotations=()) -> di
 
 
 def rule_resources(rule_files: list[RuleFile], out: KubeOutput, kind: tuple[str, str, str]) -> list[Artifact]:
-    """The single-server rule files as resources, labelled rulesgen.io/tier: single (`topology: single` only)."""
+    """The single-server rule files as resources, labelled rulesgen.io/tier: single (`topology: single` only).
+    A VMRule's groups also say how far in the past vmalert evaluates them (with_latency)."""
     api, kind_name, folder = kind
     artifacts = []
     for f in rule_files:
+        spec = groups_dict(f, DELAY_FIELD[kind_name])
+        if kind_name == "VMRule":
+            spec = with_latency(spec, out.eval_delay)
         doc = {"apiVersion": api, "kind": kind_name, "metadata": _metadata(_name(f.path), out, ((TIER_LABEL, "single"),)),
-               "spec": groups_dict(f, DELAY_FIELD[kind_name])}
+               "spec": spec}
         artifacts.append(Artifact(resource_path(f.path, kind), header([f"{kind_name}: {f.description}"]) + dump(doc)))
     return artifacts + [kustomization(folder, artifacts)]
+
+
+def with_latency(spec: dict, delay: int) -> dict:
+    """A VMRule's groups evaluated `delay` s in the past (outputs.vmrule.eval_delay, 10 s by default) instead of
+    vmalert's -rule.evalDelay and victoria-metrics' -search.latencyOffset (both 30 s): `eval_delay` moves vmalert's
+    query time back, and `params` adds latency_offset to every query of the group, which victoria-metrics
+    (1.145, vmselect too) honours instead of its -search.latencyOffset; without it, a query less than 30 s old
+    would be moved back to 30 s. A sample is stamped at its scrape's start and written when the scrape ends (at
+    most the scrape_timeout later, 10 s by default in Prometheus and vmagent; vmagent flushes every second).
+    vmalert stamps a recording rule's result with the query time, so the delay is paid once per chain of groups,
+    not once per group. `eval_alignment: false`: by default vmalert also truncates the query time to a multiple
+    of the group's interval, which at a 1m interval puts it anywhere from the delay to the delay plus a minute
+    in the past (measured on 1.145: a 1m group evaluating at :36.6 with eval_delay 10s asked for :00); Prometheus
+    queries at its evaluation time. A group with a delay of its own (none in the single server's files) keeps it."""
+    d = format_duration(delay)
+    groups = []
+    for g in spec["groups"]:
+        group = {k: v for k, v in g.items() if k != "rules"}
+        group.setdefault("eval_delay", d)
+        group["eval_alignment"] = False
+        group["params"] = {"latency_offset": [group["eval_delay"]]}
+        group["rules"] = g["rules"]
+        groups.append(group)
+    return {"groups": groups}
 
 
 # kubectl's client-side apply keeps the whole object it applied, as compact JSON, in this annotation, and the API

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from live_settings import AM_TEST_TIMINGS, DOWN_FOR, HOLD, INTERVAL, ROOT, STALE, TOOLS, VM_EVAL_DELAY
+from live_settings import AM_TEST_TIMINGS, DOWN_FOR, HOLD, INTERVAL, ROOT, STALE, TARGETS, TOOLS
 from servers import Prometheus, Server, VictoriaMetrics, VMAlert
 
 
@@ -20,7 +20,8 @@ def render(work: Path) -> Path:
     config = work / "rulesgen.yaml"
     config.write_text(f"evaluation_interval: {INTERVAL}s\nscrape_interval: {INTERVAL}s\nkeep_firing_for: {HOLD}s\n"
                       f"failure_modes:\n  exporter_down:\n    for: {DOWN_FOR}s\n"
-                      f"  gpu_lost:\n    thresholds:\n      stale_seconds: {STALE}\n")
+                      f"  gpu_lost:\n    thresholds:\n      stale_seconds: {STALE}\n"
+                      "outputs:\n  vmrule:\n    enabled: true\n")   # vmalert evaluates the VMRule groups
     out = work / "rendered"
     proc = subprocess.run([str(ROOT / ".venv" / "bin" / "rulesgen"), "render", "--config", str(config), "--out", str(out)],
                           capture_output=True, text=True, cwd=work)
@@ -30,6 +31,42 @@ def render(work: Path) -> Path:
 
 def rule_files(rendered: Path) -> list[Path]:
     return sorted((rendered / "alerts" / "prometheus").glob("*.yaml"))
+
+
+def vmrule_files(rendered: Path, into: Path) -> list[Path]:
+    """The rendered VMRule objects' groups (deploy/victoriametrics-operator/), written out as vmalert rule files:
+    vmalert evaluates what the operator would hand it, with the groups' eval_delay and params."""
+    into.mkdir()
+    out = []
+    for f in sorted((rendered / "deploy" / "victoriametrics-operator").glob("rulesgen-*.yaml")):
+        doc = yaml.safe_load(f.read_text())
+        assert doc["kind"] == "VMRule", f
+        out.append(into / f.name)
+        out[-1].write_text(yaml.safe_dump(doc["spec"], sort_keys=False))
+    assert out, "no VMRule rendered"
+    return out
+
+
+def vm_eval_delay(files: list[Path]) -> int:
+    """Seconds vmalert evaluates in the past: the groups' eval_delay (all alike), as rendered."""
+    delays = {seconds(g.get("eval_delay")) for f in files for g in yaml.safe_load(f.read_text())["groups"]}
+    assert len(delays) == 1 and 0 not in delays, f"the VMRule groups' eval_delay: {delays}"
+    return delays.pop()
+
+
+def class_targets() -> dict[str, tuple[str, int]]:
+    """{failure_mode: (class name, target seconds)} from benchmarks/latency_targets.yaml."""
+    out = {}
+    for c in yaml.safe_load(TARGETS.read_text())["classes"]:
+        for mode in c.get("failure_modes", ()):
+            out[mode] = (c["name"], seconds(c["target"]))
+    return out
+
+
+def route_waits(rendered: Path) -> dict[str, int]:
+    """{receiver: group_wait seconds} of the rendered rulesgen route (a severity's own, else routes[0]'s)."""
+    top = yaml.safe_load((rendered / "alertmanager" / "rulesgen.yaml").read_text())["route"]["routes"][0]
+    return {r["receiver"]: seconds(r.get("group_wait", top["group_wait"])) for r in top["routes"]}
 
 
 def seconds(duration: str | None) -> int:
@@ -58,7 +95,7 @@ def alertmanager_config(rendered: Path, webhook: str) -> str:
     root = {"receiver": "fallback", "group_by": ["alertname"], **AM_TEST_TIMINGS, "repeat_interval": "4h",
             "routes": [doc["route"]["routes"][0]]}
 
-    def strip_timings(route: dict) -> None:  # the test's timings everywhere (the rendered routes[0] sets its own)
+    def strip_timings(route: dict) -> None:  # the test's group_interval everywhere (the rendered routes set their own)
         for key in AM_TEST_TIMINGS:
             route.pop(key, None)
         for sub in route.get("routes", []):
@@ -107,7 +144,6 @@ class PrometheusEngine:
 
 class VictoriaMetricsEngine:
     label = "vmalert 1.145"
-    delay = VM_EVAL_DELAY
     # vmalert's instant queries look back -datasource.queryStep (default 5m): a recording rule keeps
     # writing a vanished GPU's last reporting timestamp that long, so `unless` sees its loss 5 min late
     lookback = 300
@@ -119,8 +155,12 @@ class VictoriaMetricsEngine:
         self.tsdb = stack.enter_context(VictoriaMetrics(
             TOOLS["victoria-metrics"], workdir=work / "vm",
             args=(f"-promscrape.config={config}", "-retentionPeriod=1d", "-loggerLevel=INFO")))
+        # victoria-metrics and vmalert run with their defaults (-search.latencyOffset and -rule.evalDelay 30 s): the
+        # VMRule groups' eval_delay and latency_offset param (outputs.vmrule.eval_delay) set the delay
+        files = vmrule_files(rendered, work / "vm" / "rules")
+        self.delay = vm_eval_delay(files)
         self.evaluator = stack.enter_context(VMAlert(
-            TOOLS["vmalert"], work / "vm", rule_files(rendered), self.tsdb.url, am.url,
+            TOOLS["vmalert"], work / "vm", files, self.tsdb.url, am.url,
             args=(f"-evaluationInterval={INTERVAL}s", "-loggerLevel=INFO")))
 
     def restart(self) -> None:

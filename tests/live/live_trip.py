@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from live_settings import ABORT, BAD_GPU, GROUP_INTERVAL, INFERENCE, INTERVAL, TOOLS, TRAINING, log
-from live_stack import PrometheusEngine, VictoriaMetricsEngine, alert_timings, alertmanager_config, am_alerts, engine_alerts, render
+from live_stack import (PrometheusEngine, VictoriaMetricsEngine, alert_timings, alertmanager_config, am_alerts, class_targets,
+                        engine_alerts, render, route_waits)
 from servers import Alertmanager, Server
 from synthetic_exporter import Node, fleet
 from webhook import Notification, Receiver
@@ -26,6 +27,8 @@ class Step:
     latency: float | None = None      # seconds from the fault to the notification (None: none expected)
     firing: float | None = None       # seconds from the fault to the engine's firing (activeAt + for)
     resolved: bool = False
+    wait: int | None = None           # the group_wait of the route the notification took (rendered)
+    target: int | None = None         # the failure mode's class target, fault to webhook (benchmarks/latency_targets.yaml)
     failed: list[str] = field(default_factory=list)   # the expectations it broke
 
 
@@ -35,6 +38,7 @@ class Trip:
     steps: list[Step] = field(default_factory=list)
     error: str | None = None
     duration: float = 0.0
+    vm_delay: int | None = None       # vmalert: the rendered VMRule groups' eval_delay (seconds)
 
 
 def matches(alert: dict, **labels: str) -> bool:
@@ -46,8 +50,10 @@ class Script:
     run shows every step that fails); only a missing prerequisite (a server, the first alert) stops it."""
 
     def __init__(self, name: str, engine, am: Server, receiver: Receiver, nodes: dict[str, Node], trip: Trip,
-                 timings: dict[str, tuple[int, int]]):
+                 timings: dict[str, tuple[int, int]], waits: dict[str, int]):
         self.name, self.engine, self.am, self.receiver, self.nodes, self.trip = name, engine, am, receiver, nodes, trip
+        self.waits = waits                # receiver -> the rendered group_wait of its route
+        self.targets = class_targets()    # failure mode -> (class, seconds from the fault to the receiver)
         self.held = {mode: t[0] for mode, t in timings.items()}   # `for`
         self.kept = {mode: t[1] for mode, t in timings.items()}   # keep_firing_for
         self.failures: list[str] = []
@@ -131,8 +137,9 @@ class Script:
     @property
     def quiet(self) -> float:
         """How long to watch for something that must not come: the engine's view lags the data by its
-        delay; two evaluations, then Alertmanager's group_interval and a margin."""
-        return self.engine.delay + 2 * INTERVAL + GROUP_INTERVAL + 10
+        delay; two evaluations, then Alertmanager's longest group_wait (a new group) or its group_interval (a
+        group that has notified), and a margin."""
+        return self.engine.delay + 2 * INTERVAL + max(GROUP_INTERVAL, *self.waits.values()) + 10
 
     def fired_after(self, alert: dict | None, fault_wall: float, for_seconds: float) -> float | None:
         return None if alert is None else parse_time(alert["activeAt"]) + for_seconds - fault_wall
@@ -142,9 +149,15 @@ class Script:
         return len(self.failures)
 
     def record(self, step: Step, failures_before: int, start: float, note: Notification | None = None,
-               firing: float | None = None) -> None:
+               firing: float | None = None, mode: str | None = None) -> None:
+        """mode: the failure mode notified; its latency is held to its class target."""
         if note is not None:
             step.latency = round(note.at - start, 1)
+            step.wait = self.waits.get(note.receiver)
+        if mode is not None and step.latency is not None:
+            klass, step.target = self.targets[mode]
+            self.check(step.latency <= step.target, f"{mode} reached the webhook {step.latency:.0f} s after the fault: "
+                       f"over the {klass} class target ({step.target} s, benchmarks/latency_targets.yaml)")
         step.firing = None if firing is None else round(firing, 1)
         step.failed = [f.splitlines()[0] for f in self.failures[failures_before:]]
         self.trip.steps.append(step)
@@ -189,7 +202,8 @@ class Script:
         active = ecc["activeAt"]
         self.hold(GROUP_INTERVAL + 5)
         self.check(len(self.receiver.since(start)) == 1, "exactly one notification for the DBE")
-        self.record(Step(2, "DBE on one GPU", "critical page"), before, start, note, self.fired_after(ecc, wall, self.held["ecc_uncorrectable"]))
+        self.record(Step(2, "DBE on one GPU", "critical page"), before, start, note,
+                    self.fired_after(ecc, wall, self.held["ecc_uncorrectable"]), "ecc_uncorrectable")
 
         # 3. the job's pods deleted -> no RESOLVED, no second alert
         before, start = self.begin(3), time.monotonic()
@@ -232,7 +246,7 @@ class Script:
         lost = self.engine_alert(failure_mode="gpu_lost", Hostname=TRAINING)
         self.check_inhibited(lambda a: matches(a, **host_gpu) and a["labels"].get("failure_mode") != "gpu_lost", "gpu_lost", start5)
         self.record(Step(5, "that GPU lost", "gpu_lost page; its ECC alert inhibited"), before, start5,
-                    got and got[0], self.fired_after(lost, wall, self.held["gpu_lost"]))
+                    got and got[0], self.fired_after(lost, wall, self.held["gpu_lost"]), "gpu_lost")
 
         # 6. every GPU of the single-GPU node stops reporting, its exporter answers -> gpu_lost
         # 7. (at the same time) the training node's exporter stopped -> exporter_down, its other alerts quiet
@@ -247,7 +261,7 @@ class Script:
             self.check(got[1]["labels"].get("gpu") == "0" and got[0].receiver == "gpu-pager", f"gpu_lost must page for GPU 0: {got[1]}")
         lost = self.engine_alert(failure_mode="gpu_lost", Hostname=INFERENCE)
         self.record(Step(6, "every GPU of the 1-GPU node silent", "gpu_lost page"), before, start6,
-                    got and got[0], self.fired_after(lost, wall6, self.held["gpu_lost"]))
+                    got and got[0], self.fired_after(lost, wall6, self.held["gpu_lost"]), "gpu_lost")
         before = self.begin(7)
         got = self.wait("exporter_down of the training node", lambda: self.first(start7, failure_mode="exporter_down", Hostname=TRAINING),
                         self.held["exporter_down"] + 180 + self.engine.delay)
@@ -258,7 +272,7 @@ class Script:
         self.check_inhibited(lambda a: a["labels"].get("Hostname") == TRAINING and a["labels"].get("failure_mode") != "exporter_down",
                              "exporter_down", start7)
         self.record(Step(7, "the training node's exporter stopped", "exporter_down ticket; node's alerts inhibited"),
-                    before, start7, got and got[0], self.fired_after(down, wall7, self.held["exporter_down"]))
+                    before, start7, got and got[0], self.fired_after(down, wall7, self.held["exporter_down"]), "exporter_down")
 
         # 8. recovery -> RESOLVED for what recovered, nothing else
         before, start8 = self.begin(8), time.monotonic()
@@ -336,9 +350,11 @@ def run_trip(name: str, work: Path) -> Trip:
             targets = [n.target for n in nodes.values()]
             kind = PrometheusEngine if name == "prometheus" else VictoriaMetricsEngine
             engine = kind(stack, work, rendered, targets, am)
+            if kind is VictoriaMetricsEngine:
+                trip.vm_delay = engine.delay
             log(name, f"up: {', '.join(f'{s.name} {s.url}' for s in engine.servers())}, alertmanager {am.url}, "
                       f"webhook {receiver.url}, exporters {targets}")
-            Script(name, engine, am, receiver, nodes, trip, alert_timings(rendered)).run()
+            Script(name, engine, am, receiver, nodes, trip, alert_timings(rendered), route_waits(rendered)).run()
         except BaseException as exc:  # noqa: BLE001 - reported by the test, after the servers stopped
             trip.error = "".join(traceback.format_exception_only(exc)) if isinstance(exc, AssertionError) \
                 else traceback.format_exc()

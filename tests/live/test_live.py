@@ -18,17 +18,20 @@ and asserts on what the webhook got, and on what it must not get:
    RESOLVED by the end (an alert that resolves while inhibited is never sent as RESOLVED by
    Alertmanager, prometheus/alertmanager#2754: its page would stay open).
 
-Alertmanager runs with group_wait 5s and group_interval 10s instead of the rendered 30s and 5m (test
-only): with 5m no RESOLVED could be told apart from its absence in a short test. The test's rulesgen.yaml
-also sets (user settings, defaults in brackets) `keep_firing_for: 90s` (5m), exporter_down's `for: 1m`
-(5m) and gpu_lost's `stale_seconds: 20` (120, four of dcgm-exporter's default 30 s collections; here the
-exporter answers every 5 s): the recovery chain (exporter_down resolves, then the lost GPU's alerts one
-hold later, then its ECC alert) and the dark node would otherwise take 20 of the test's minutes. Every
-other timing (the rules' other `for`, vmalert's -rule.evalDelay 30s and victoria-metrics'
--search.latencyOffset 30s, Prometheus' resend delay and for-outage tolerance) is the default, except Prometheus' --rules.alert.for-grace-period (30s: README
+Alertmanager runs the rendered group_wait (30 s; a page's route 10 s) and group_interval 10s instead of the
+rendered 5m (test only): with 5m no RESOLVED could be told apart from its absence in a short test. vmalert
+evaluates the rendered VMRule objects' groups (deploy/victoriametrics-operator/ written out as rule files):
+their eval_delay and latency_offset param (outputs.vmrule.eval_delay, 10 s) against vmalert's and
+victoria-metrics' default flags. The test's rulesgen.yaml also sets (user settings, defaults in brackets)
+`keep_firing_for: 90s` (5m), exporter_down's `for: 1m` (5m) and gpu_lost's `stale_seconds: 20` (60, two of
+dcgm-exporter's default 30 s collections; here the exporter answers every 5 s): the recovery chain
+(exporter_down resolves, then the lost GPU's alerts one hold later, then its ECC alert) and the dark node
+would otherwise take 20 of the test's minutes. Every other timing (the rules' other `for`, Prometheus' resend
+delay and for-outage tolerance) is the default, except Prometheus' --rules.alert.for-grace-period (30s: README
 "Deploying" says why). The two engines run at the same time. Each step's seconds from the fault to the
-webhook go to benchmarks/results/live-latency.md, with the same latencies recounted for the rendered
-Alertmanager timings (`make bench` prints that file)."""
+webhook are asserted within its failure mode's class target (benchmarks/latency_targets.yaml: certain hardware
+2 minutes, health thresholds 5) and go to benchmarks/results/live-latency.md, with the same latencies recounted for
+the rendered group_interval (`make bench` prints that file)."""
 from __future__ import annotations
 
 import re

@@ -8,7 +8,7 @@ from rulesgen.load.settings import AlertmanagerSettings, Settings
 from rulesgen.model.catalog import Routing, SeverityRoute, Silence
 
 ROUTING = Routing(group_wait=15, group_interval=120, repeat_interval=7200, severities=(
-    SeverityRoute(severity="critical", receiver="page", repeat_interval=1800, source="s"),
+    SeverityRoute(severity="critical", receiver="page", repeat_interval=1800, source="s", group_wait=5),
     SeverityRoute(severity="warning", receiver="ticket", repeat_interval=None, source="s"),
     SeverityRoute(severity="info", receiver="none", repeat_interval=None, source="s")), silences=(
     Silence(failure_mode="gpu_lost", scope="gpu", source="s"), Silence(failure_mode="exporter_down", scope="node", source="s")))
@@ -25,7 +25,8 @@ def test_routes_group_by_cluster_host_and_mode_with_a_receiver_per_severity():
     # the timings sit on routes[0] too: users merge it under their own root
     assert {k: mine[k] for k in timings} == timings
     assert mine["matchers"] == ['failure_mode=~".+"'] and mine["receiver"] == "void"
-    assert mine["routes"] == [{"matchers": ['severity="critical"'], "receiver": "oncall", "repeat_interval": "30m"},
+    assert mine["routes"] == [{"matchers": ['severity="critical"'], "receiver": "oncall", "group_wait": "5s",
+                               "repeat_interval": "30m"},
                               {"matchers": ['severity="warning"'], "receiver": "queue"},
                               {"matchers": ['severity="info"'], "receiver": "void"}]
     assert am.receivers == ("oncall", "queue", "void")
@@ -71,3 +72,6 @@ def test_the_bundled_routing_pages_critical_only():
     by_severity = {r["matchers"][0]: r["receiver"] for r in routes}
     assert by_severity == {'severity="critical"': "gpu-pager", 'severity="warning"': "gpu-tickets",
                            'severity="info"': "gpu-null"}
+    # pages wait 10 s for their group, not the route's 30 s (the certain-hardware class target is 2 minutes)
+    assert {r["matchers"][0]: r.get("group_wait") for r in routes} == {
+        'severity="critical"': "10s", 'severity="warning"': None, 'severity="info"': None}

@@ -14,7 +14,7 @@ route:
   group_interval: {value: 5m, source: b}
   repeat_interval: {value: 4h, source: c}
 severities:
-  - {severity: critical, receiver: page, repeat_interval: 1h, source: d}
+  - {severity: critical, receiver: page, repeat_interval: 1h, source: d, group_wait: {value: 10s, source: i}}
   - {severity: warning, receiver: ticket, source: e}
   - {severity: info, receiver: none, source: f}
 silences:
@@ -29,10 +29,20 @@ def test_timings_receivers_and_silences(tmp_path):
     routing = read_routing(doc, errors, MODES)
     assert errors.items == []
     assert (routing.group_wait, routing.group_interval, routing.repeat_interval) == (30, 300, 14400)
-    assert [(r.severity, r.receiver, r.repeat_interval, r.source) for r in routing.severities] == [
-        ("critical", "page", 3600, "d"), ("warning", "ticket", None, "e"), ("info", "none", None, "f")]
+    assert [(r.severity, r.receiver, r.repeat_interval, r.source, r.group_wait) for r in routing.severities] == [
+        ("critical", "page", 3600, "d", 10), ("warning", "ticket", None, "e", None), ("info", "none", None, "f", None)]
+
     assert [(s.failure_mode, s.scope, s.detected_within, s.where.line) for s in routing.silences] == [
         ("gpu_lost", "gpu", "stale_seconds", 10), ("exporter_down", "node", "", 11)]
+
+
+def test_a_severity_group_wait_needs_its_source(tmp_path):
+    path, doc = written(tmp_path, "alertmanager.yaml", ROUTING.replace("group_wait: {value: 10s, source: i}",
+                                                                       "group_wait: {value: 10s}"))
+    errors = Collector()
+    read_routing(doc, errors, MODES)
+    assert [e.split(": error")[1] for e in printed(errors)] == [
+        "[missing-key]: severity critical group_wait: missing required key 'source'"]
 
 
 def test_planted_mistakes_are_each_an_error_at_its_line(tmp_path):
