@@ -106,3 +106,57 @@ def test_weekly_seasonality_compares_with_the_same_hour_a_week_earlier(tmp_path,
 def _catalog():
     from rulesgen.catalog import load_catalog
     return load_catalog(bundled_catalog_dir())
+
+
+# Peers (issue 39, item 3): four 4-GPU nodes, twelve GPUs at whole degrees around 59.5 C and a fifth node
+# (p05, one GPU: too few for a node median) or a hot node p04 whose four GPUs run ~20 C hotter.
+COOL = {"p01": (57, 58, 58, 59), "p02": (59, 59, 60, 60), "p03": (60, 61, 61, 62)}
+
+
+def fleet(temps: dict[str, tuple], n: int) -> list[dict]:
+    """Busy H100s at the power of their peers; temps: host -> one promtool value string (or number) per GPU."""
+    series = []
+    for host, values in temps.items():
+        for k, v in enumerate(values):
+            labels = f'job="dcgm-exporter", Hostname="{host}", gpu="{k}", UUID="GPU-{host}-{k}", modelName="NVIDIA H100 80GB HBM3"'
+            series += [
+                {"series": f"DCGM_FI_DEV_GPU_TEMP{{{labels}}}", "values": v if isinstance(v, str) else f"{v}x{n}"},
+                {"series": f"DCGM_FI_DEV_POWER_USAGE{{{labels}}}", "values": f"430x{n}"},
+                {"series": f"DCGM_FI_DEV_GPU_UTIL{{{labels}}}", "values": f"100x{n}"},
+                {"series": f"DCGM_FI_DEV_SM_CLOCK{{{labels}}}", "values": f"1980x{n}"},
+                {"series": f"DCGM_FI_DEV_FB_USED{{{labels}}}", "values": f"1000x{n}"},
+            ]
+    return series
+
+
+def test_a_hot_node_is_left_out_of_the_peer_statistics_it_is_judged_by(tmp_path, promtool):
+    """First pass over all 16: median 60, MAD 1.5 (the hot node widens it); the hot GPUs are 18-21 C from that
+    median, beyond peer_outlier_z (2.5) x max(1.4826 x 1.5, 2 C floor) = 5.56 C, so the second pass is the twelve
+    cool GPUs: median 59.5, MAD 1 (deviations 0.5 x6, 1.5 x4, 2.5 x2)."""
+    series = fleet({**COOL, "p04": (78, 79, 80, 81)}, 60)
+    stat = 'fleet:dcgm_baseline_peers:{}{{signal="gpu_temp"}} * 1'  # "* 1" drops __name__
+    labels = '{modelName="NVIDIA H100 80GB HBM3", signal="gpu_temp"}'
+    checks = [{"expr": stat.format("median"), "eval_time": "40m", "exp_samples": [{"labels": labels, "value": 59.5}]},
+              {"expr": stat.format("mad"), "eval_time": "40m", "exp_samples": [{"labels": labels, "value": 1}]}]
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
+
+
+def _firing_throughout(hot: str, tmp_path, promtool, expect_firing: bool) -> None:
+    """p05's one GPU against the twelve cool peers (median 59.5, spread at the 2 C floor): 67 C (z 3.75, above
+    peer_z 3.5) for an hour, then `hot` to 2h. Checked at 1h50m: firing now, and at every minute since 30m."""
+    series = fleet({**COOL, "p05": (hot,)}, 120)
+    firing = 'count(ALERTS{alertname="GPUBaselineDeviation", alertstate="firing", Hostname="p05"}) or vector(0)'
+    checks = [{"expr": f"min_over_time(({firing})[80m:1m])", "eval_time": "110m",
+               "exp_samples": [{"labels": "{}", "value": 1 if expect_firing else 0}]}]
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
+
+
+def test_a_firing_peer_alert_holds_through_a_dip_above_its_release_threshold(tmp_path, promtool):
+    """66 C after the first hour: z 3.25, under peer_z (3.5) but above peer_z_release (3): one whole-degree
+    sensor step down does not resolve the alert (without the hold it resolves at ~1h20m)."""
+    _firing_throughout("67x59 66x60", tmp_path, promtool, expect_firing=True)
+
+
+def test_a_peer_alert_resolves_when_the_gpu_returns_under_its_release_threshold(tmp_path, promtool):
+    """65 C after the first hour: z 2.75, under peer_z_release (3): the hold ends, the alert resolves."""
+    _firing_throughout("67x59 65x60", tmp_path, promtool, expect_firing=False)

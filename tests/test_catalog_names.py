@@ -131,6 +131,7 @@ BASELINES = """\
 statistics:
   mad_to_sigma: {value: 1.4826, source: test}
   min_history_points: {value: 24, source: test}
+  peer_outlier_z: {value: 2.5, source: test}
 baselines:
   - signal: gpu_temp
     metric: DCGM_FI_DEV_GPU_TEMP
@@ -158,8 +159,8 @@ def test_baselines_need_the_baseline_failure_mode_and_its_thresholds(minimal_cat
     edit(fm, "  - id: hot_gpu\n", "  - id: baseline_deviation\n")
     assert errors_of(load_catalog, minimal_catalog) == [
         f"{fm}:2:5: error[unknown-threshold]: failure mode baseline_deviation: the baseline alerts read its thresholds "
-        "z, peer_z, busy_util, same_load_ratio, node_peers_min, fleet_peers_min (missing: z, peer_z, busy_util, "
-        "same_load_ratio, node_peers_min, fleet_peers_min)",
+        "z, z_release, peer_z, peer_z_release, busy_util, same_load_ratio, node_peers_min, fleet_peers_min (missing: z, "
+        "z_release, peer_z, peer_z_release, busy_util, same_load_ratio, node_peers_min, fleet_peers_min)",
     ]
 
 

@@ -264,9 +264,20 @@ def test_baseline_statistics_come_from_the_catalog_with_their_sources(tmp_path):
     stats = load_catalog(catalog).baseline_statistics
     assert (stats.mad_to_sigma.value, stats.min_history_points.value) == (1.5, 48)
     rules = build_rules(load_catalog(catalog), Settings())
-    alert = next(r for r in rules.rules if r.failure_mode == "baseline_deviation")
+    # the z of every baseline is recorded once (gpu:dcgm_baseline_deviation:z); the alert reads that record
+    z = next(r for r in rules.rules if r.record == conventions.BASELINE_DEVIATION_Z)
     assert any(j.op == "*" and j.lhs == "1.5" and j.rhs.startswith("last_over_time(node:dcgm_baseline_peers:mad")
-               for j in joins(alert.expr))
-    assert 1.4826 not in numbers(alert.expr)
+               for j in joins(z.expr))
+    assert 1.4826 not in numbers(z.expr)
     mean = next(r for r in rules.rules if r.record == conventions.BASELINE_HISTORY_MEAN)
     assert any(j.op == ">=" and j.rhs == "48" for j in joins(mean.expr))
+
+
+def test_a_baseline_release_threshold_above_its_entry_threshold_is_an_error(tmp_path):
+    """z_release holds a pending or firing baseline alert while the z stays above it: above z it would be no hold."""
+    catalog = tmp_path / "catalog"
+    shutil.copytree(bundled_catalog_dir(), catalog)
+    path = catalog / "failure_modes.yaml"
+    edit(path, "      - name: z_release\n        value: 2.5\n", "      - name: z_release\n        value: 3.2\n")
+    [found] = errors_of(build_rules, load_catalog(catalog), Settings())
+    assert "error[bad-value]" in found and "z_release (3.2) is above z (3)" in found, found

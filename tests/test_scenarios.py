@@ -21,7 +21,7 @@ VARIANTS = ("baseline-cooling-drift-quarter-degree", "baseline-clock-sag-seven-p
 # The multi-day histories (8-9 days each, 108 h for the two repair-not-held, a day of temperature cycle) cost a
 # third of the promtool replays; `make test` keeps one positive and one normal baseline history and
 # leaves the others to CI with the variants (make test-scenarios-all).
-LONG_HISTORIES = tuple(p.stem for p in SCENARIOS if p.stem.startswith("baseline-")
+LONG_HISTORIES = tuple(p.stem for p in SCENARIOS if p.stem.startswith("baseline-") and not p.stem.startswith("baseline-peers-")
                        and p.stem not in ("baseline-deviation-hot-gpu", "baseline-normal-constant-metric")) + (
     "repair-not-held-dbe-again", "repair-not-held-other-job", "normal-daily-temperature-cycle")
 # What `make test` replays on promtool 3.5; CI replays every scenario (make test-scenarios-all), so that

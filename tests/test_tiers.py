@@ -201,10 +201,10 @@ def test_partial_records_keep_the_shard_label_and_are_combined(sharded):
 
 
 def test_local_parts_of_global_rules_run_on_the_shards(sharded):
-    """The baseline alert is global for its fleet-peer branch only: its history and node-peer branches are
+    """The baseline z record is global for its fleet-peer branch only: its history and node-peer branches are
     computed on the shards (one sparse record), so the per-GPU history never leaves them."""
     shard_records = {r.record: r.expr for f in sharded.shard_files for g in f.groups for r in g.rules if r.record}
-    assert "gpu:dcgm_baseline_history:mean" in shard_records["shard:GPUBaselineDeviation_1:local"]
+    assert "gpu:dcgm_baseline_history:mean" in shard_records["shard:gpu_dcgm_baseline_deviation_z_1:local"]
     assert "gpu:dcgm_baseline_history:mean" not in sharded.forwarded
     assert "gpu:dcgm_baseline:value_30m" in sharded.forwarded  # the fleet's peer median needs every GPU's value
 
@@ -216,7 +216,7 @@ def test_slow_shard_records_mark_their_end_and_the_global_tier_drops_the_mark(sh
     intervals = {g.name: g.interval_seconds for f in sharded.shard_files for g in f.groups}
     slow = {r.record: (g, r.expr) for f in sharded.shard_files for g in f.groups for r in g.rules
             if r.record and r.record.startswith(SHARD_PREFIX) and intervals[g.name] >= 300}
-    assert "shard:GPUBaselineDeviation_1:local" in slow
+    assert "shard:gpu_dcgm_baseline_deviation_z_1:local" in slow
     global_exprs = [r.expr for f in sharded.global_files for g in f.groups for r in g.rules]
     for name, (group, expr) in slow.items():
         last = f"last_over_time({name}[{2 * group.interval_seconds // 60}m])"

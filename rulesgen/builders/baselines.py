@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..durations import format_duration
 from ..load.settings import Settings
 from ..model import conventions
-from ..model.catalog import BaselineSignal, BaselineStatistics, Catalog
+from ..model.catalog import BASELINE_MODE, BaselineSignal, BaselineStatistics, Catalog
 from ..model.output import Rule, RuleGroup
 from ..promql import text as promql
 
@@ -52,21 +52,24 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
                  f"quantile_over_time(0.5, {catalog.named('util_per_gpu')}[{conventions.BASELINE_SHORT}]) >= {t['busy_util']}"] + always
     fast = [Rule(record=value, expr="\nor\n".join(terms), source=catalog.baselines[0].where if catalog.baselines else None)]
     own = recent(value, s)
+    floors = _param({b.signal: b.floor.value for b in catalog.baselines})
     for level, labels, minimum in (("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),
                                    ("fleet", (s.cluster_label, "modelName", "signal"), t["fleet_peers_min"])):
         by = promql.by(labels)
         median, mad = conventions.baseline_peers(level, "median"), conventions.baseline_peers(level, "mad")
+        kept = _peers_kept(own, by, floors, catalog.baseline_statistics)
         fast.append(Rule(record=median, expr=(
-            f"quantile by ({by}) (0.5, {own})\n"
+            f"quantile by ({by}) (0.5,\n{_indent(kept, 2)}\n)\n"
             f"  and on ({by}) count by ({by}) ({own}) >= {minimum}")))
         fast.append(Rule(record=mad, expr=(
             f"quantile by ({by}) (0.5,\n"
-            f"  abs({own} - on ({by}) group_left () {recent(median, s)})\n)")))
+            f"  abs(\n{_indent(kept, 4)}\n    - on ({by}) group_left () {recent(median, s)}\n  )\n)")))
     now = recent(value, s)
     if relative:
         # Signals that read the peers' medians: recorded after them, under their own name.
         fast.append(Rule(record=conventions.BASELINE_VALUE_VS_NODE, expr="\nor\n".join(relative)))
         now = f"{now}\nor\n{recent(conventions.BASELINE_VALUE_VS_NODE, s)}"
+    fast.append(Rule(record=conventions.BASELINE_DEVIATION_Z, expr=deviation_z_expr(catalog, settings, t)))
     history = [Rule(record=hourly, expr=_once_per(now, hourly, "hour"))]
     # Daily sums of the hourly points: the long-window mean and stddev add up 14 of these per GPU and
     # signal instead of reading 336 hourly points (exact: population variance).
@@ -82,6 +85,20 @@ def recording_rules(catalog: Catalog, settings: Settings, render, t) -> tuple[li
                   Rule(record=conventions.BASELINE_HISTORY_STDDEV, expr=_stddev_record_expr(s)))
     return fast, (RuleGroup(conventions.BASELINE_HISTORY_GROUP, tuple(history), HISTORY_INTERVAL),
                   RuleGroup(conventions.BASELINE_STATISTICS_GROUP, statistics, STATISTICS_INTERVAL))
+
+
+def _peers_kept(own: str, by: str, floors: str, stats: BaselineStatistics) -> str:
+    """The peers within peer_outlier_z robust z of the median of all peers (its spread: mad_to_sigma x their
+    MAD, raised to the signal's floor): the set whose median and MAD the GPUs are compared with. A GPU or a
+    node far off is left out of the statistics it is judged by (one-step reweighting), so a hot node that is
+    a quarter of the fleet cannot widen the spread that would show it. Computed inline from the values, not
+    from records of the first pass: on vmalert, which sees a record written earlier in the same evaluation
+    only at the next one, the statistics stay one evaluation behind the values, as before."""
+    first = f"quantile by ({by}) (0.5, {own})"
+    distance = f"abs({own} - on ({by}) group_left () {first})"
+    spread = _at_least(f"{_sigma(stats)} * quantile by ({by}) (0.5, {distance})", floors)
+    cut = promql.format_number(stats.peer_outlier_z.value)
+    return f"(\n  {own}\n    and {distance}\n      <= on ({by}) group_left () {cut} * {spread}\n)"
 
 
 def recent(record: str, settings: Settings, matchers: str = "") -> str:
@@ -105,10 +122,31 @@ def _once_per(expr: str, record: str, period: str) -> str:
 
 def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
     """The baseline_deviation alert, labelled `signal` and valued with its largest z over the baselines
-    (history, history_vs_node, node_peers, fleet_peers). Signals are compared all at once, with their floors, minimum
-    deviations and directions as small constant vectors keyed by `signal`: every series selector
+    (history, history_vs_node, node_peers, fleet_peers), with hysteresis: it enters where a z recorded in
+    gpu:dcgm_baseline_deviation:z passes its entry threshold (z, peer_z) and holds, once pending or firing,
+    while any z of the GPU and signal stays in the record (above z_release, peer_z_release). Whole-degree
+    sensors make the z jump by a sensor step: without the hold each step under the entry threshold would
+    restart the alert's `for`. One alert per GPU and signal whichever baselines see the deviation (a GPU far
+    from its history and its peers at once, or judged by its peers first and its history later, is one
+    fault): the kind of baseline is not part of the alert's identity."""
+    z = conventions.BASELINE_DEVIATION_Z
+    history, peers = 'baseline=~"history|history_vs_node"', 'baseline=~"node_peers|fleet_peers"'
+    on = promql.by((*settings.gpu_identity, "signal"))
+    active = f'ALERTS{{alertstate=~"pending|firing", failure_mode="{BASELINE_MODE}"}}'
+    by = promql.by((*settings.gpu_labels, "signal"))
+    return (f"max by ({by}) (\n"
+            f"  {recent(z, settings, history)} > {t['z']}\n"
+            f"  or {recent(z, settings, peers)} > {t['peer_z']}\n"
+            f"  or {recent(z, settings)}\n    and on ({on}) {active}\n)")
+
+
+def deviation_z_expr(catalog: Catalog, settings: Settings, t) -> str:
+    """Each GPU's z against each baseline (label `baseline`) where it passes the release threshold, the
+    signal's minimum deviation and its same-load guard. Signals are compared all at once, with their floors,
+    minimum deviations and directions as small constant vectors keyed by `signal`: every series selector
     costs an index lookup at each evaluation, so one term per group of signals sharing a "same load"
-    guard, not one per signal."""
+    guard, not one per signal. Recorded once, so the alert reads it for entry and hold without computing
+    every term twice."""
     by_name = {b.signal: b for b in catalog.baselines}
     groups: dict[tuple[str | None, bool], list[BaselineSignal]] = {}
     for b in catalog.baselines:
@@ -131,10 +169,7 @@ def alert_expr(catalog: Catalog, settings: Settings, t) -> str:
                 if b.alert_signal:
                     term = f'label_replace(\n  (\n{_indent(term, 4)}\n  ),\n  "signal", "{b.alert_signal}", "signal", "{b.signal}"\n)'
             terms.append(_labelled(term, "history_vs_node" if reads_peers else "history"))
-    # One alert per GPU and signal whichever baselines see the deviation (a GPU far from its history
-    # and its peers at once, or judged by its peers first and its history later, is one fault): the
-    # kind of baseline is not part of the alert's identity; the value is the largest z.
-    by = ", ".join((*settings.gpu_labels, "signal"))
+    by = ", ".join((*settings.gpu_labels, "signal", "baseline"))
     body = "\nor\n".join(terms)
     return f"max by ({by}) (\n{_indent(body, 2)}\n)"
 
@@ -176,7 +211,7 @@ def _history_term(signals: list[BaselineSignal], guard: BaselineSignal | None, s
     if guard:
         g = _of(guard.signal)
         usual = f"{recent(value_record(guard), settings, g)} / {recent(conventions.BASELINE_HISTORY_MEAN, settings, g)}"
-    return _deviation_term(signals, delta, spread, t["z"], usual, settings, t)
+    return _deviation_term(signals, delta, spread, t["z_release"], usual, settings, t)
 
 
 def _peer_deviation(signals: list[BaselineSignal], level: str, settings: Settings, stats: BaselineStatistics) -> tuple[str, str]:
@@ -206,7 +241,7 @@ def _peer_term(signals: list[BaselineSignal], guard: BaselineSignal | None, leve
         labels = promql.by(_peer_labels(level, settings))
         usual = (f"{recent(conventions.BASELINE_VALUE, settings, g)} / on ({labels}) group_left () "
                  f"{recent(conventions.baseline_peers(level, 'median'), settings, g)}")
-    return _deviation_term(signals, delta, spread, t["peer_z"], usual, settings, t)
+    return _deviation_term(signals, delta, spread, t["peer_z_release"], usual, settings, t)
 
 
 def _direction(signals: list[BaselineSignal]) -> str:

@@ -74,6 +74,13 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
                            f"failure mode {fm.id} needs catalog/baselines.yaml with at least one signal and the thresholds "
                            f"{', '.join(BASELINE_THRESHOLDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
                 continue
+            above = [f"{low} ({context['t'][low].value:g}) is above {high} ({context['t'][high].value:g})"
+                     for low, high in (("z_release", "z"), ("peer_z_release", "peer_z"))
+                     if context["t"][low].value > context["t"][high].value]
+            if above:
+                errors.add(fm.where, "bad-value", f"failure mode {fm.id}: a release threshold holds the alert below its "
+                           f"entry threshold, so it must not be above it: {'; '.join(above)}")
+                continue
             baseline_recording, baseline_slow = _baseline_recording(catalog, settings, base, context, errors, recorded,
                                                                     known_metrics)
             context = {**context, "baseline_alert": baselines.alert_expr(catalog, settings, context["t"])}

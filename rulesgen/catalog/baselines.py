@@ -57,7 +57,8 @@ def read_baselines(doc, errors, known_metrics) -> tuple[list[BaselineSignal], Ba
 
 
 # statistics: key -> (unit, smallest value, integer)
-STATISTICS = {"mad_to_sigma": ("ratio", 1.0, False), "min_history_points": ("points", 1, True)}
+STATISTICS = {"mad_to_sigma": ("ratio", 1.0, False), "min_history_points": ("points", 1, True),
+              "peer_outlier_z": ("robust z", 1.0, False)}
 
 
 def _statistics(top: Fields, errors) -> BaselineStatistics:

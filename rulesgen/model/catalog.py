@@ -26,7 +26,8 @@ HEALTH_CLASSES = ("drain", "investigate", "normal")
 # The failure mode the baseline alerts belong to (catalog/baselines.yaml's signals alert under it), and the
 # thresholds they read; the catalog loader checks that failure_modes.yaml has them.
 BASELINE_MODE = "baseline_deviation"
-BASELINE_THRESHOLDS = ("z", "peer_z", "busy_util", "same_load_ratio", "node_peers_min", "fleet_peers_min")
+BASELINE_THRESHOLDS = ("z", "z_release", "peer_z", "peer_z_release", "busy_util", "same_load_ratio", "node_peers_min",
+                       "fleet_peers_min")
 
 
 # Words in catalog names a panel title may spell differently ("ecc" -> "ECC"): humanized() below.
@@ -244,6 +245,7 @@ class BaselineStatistics:
     (conventions.py) and stay there."""
     mad_to_sigma: Threshold
     min_history_points: Threshold
+    peer_outlier_z: Threshold
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,9 @@ BASELINE_DAILY_SUMSQ = "gpu:dcgm_baseline_daily:sumsq"
 # `baselines.min_history` of history (cold GPUs have none).
 BASELINE_HISTORY_MEAN = "gpu:dcgm_baseline_history:mean"
 BASELINE_HISTORY_STDDEV = "gpu:dcgm_baseline_history:stddev"
+# Each GPU's z against each baseline (label `baseline`), where it passes the release threshold, its minimum
+# deviation and its same-load guard: the baseline alert enters above the entry thresholds and holds above these.
+BASELINE_DEVIATION_Z = "gpu:dcgm_baseline_deviation:z"
 
 
 # Event series (catalog/signals.yaml, "history"): one sample per event, nothing in between. With the daily
@@ -114,7 +117,7 @@ def baseline_peers(level: str, statistic: str) -> str:
 
 
 BASELINE_RECORDS = frozenset({BASELINE_VALUE, BASELINE_VALUE_VS_NODE, BASELINE_HOURLY, BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM,
-                              BASELINE_DAILY_SUMSQ, BASELINE_HISTORY_MEAN, BASELINE_HISTORY_STDDEV, *(baseline_peers(level, stat)
+                              BASELINE_DAILY_SUMSQ, BASELINE_HISTORY_MEAN, BASELINE_HISTORY_STDDEV, BASELINE_DEVIATION_Z, *(baseline_peers(level, stat)
                               for level in ("node", "fleet") for stat in ("median", "mad"))})
 
 

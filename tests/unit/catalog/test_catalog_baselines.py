@@ -8,6 +8,7 @@ BASELINES = """\
 statistics:
   mad_to_sigma: {value: 1.4826, source: Rousseeuw}
   min_history_points: {value: 24, source: one day}
+  peer_outlier_z: {value: 2.5, source: Leys}
 baselines:
   - signal: temperature
     metric: DCGM_FI_DEV_GPU_TEMP
@@ -44,7 +45,7 @@ def test_signals_limits_and_statistics(tmp_path):
         ("power", "DCGM_FI_DEV_POWER_USAGE", "down", False, False, None)]
     assert [(b.floor.value, b.floor.unit, b.min_delta.value, b.min_delta.source) for b in signals] == [
         (1.0, "celsius", 5.0, "noise"), (2.5, "watt", 10.0, "noise")]
-    assert signals[0].where.line == 9  # the value template's line
+    assert signals[0].where.line == 10  # the value template's line
     assert (stats.mad_to_sigma.value, stats.min_history_points.value, stats.min_history_points.unit) == (1.4826, 24.0, "points")
 
 
@@ -57,11 +58,11 @@ def test_planted_mistakes_name_their_lines(tmp_path):
     read_baselines(doc, errors, KNOWN)
     assert printed(errors) == [
         f"{path}:3:24: error[bad-type]: statistics min_history_points.value must be an integer, got 0.5",
-        f"{path}:6:5: error[unknown-metric]: baseline temperature: unknown metric 'DCGM_FI_DEV_GPU_TMP' "
+        f"{path}:7:5: error[unknown-metric]: baseline temperature: unknown metric 'DCGM_FI_DEV_GPU_TMP' "
         "(did you mean 'DCGM_FI_DEV_GPU_TEMP'?)",
-        f"{path}:15:5: error[unknown-signal]: baseline temperature: names unknown baseline signal 'powr' "
+        f"{path}:16:5: error[unknown-signal]: baseline temperature: names unknown baseline signal 'powr' "
         "(did you mean 'power'?)",
-        f"{path}:25:13: error[bad-value]: baseline power: floor must be above 0 (it divides)",
+        f"{path}:26:13: error[bad-value]: baseline power: floor must be above 0 (it divides)",
     ]
 
 
@@ -71,7 +72,7 @@ def test_a_signal_that_reads_its_peers_must_not_be_compared_with_them(tmp_path):
     errors = Collector()
     read_baselines(doc, errors, KNOWN)
     assert printed(errors) == [
-        f"{path}:24:5: error[bad-value]: baseline power: a signal that reads its peers is compared with its own "
+        f"{path}:25:5: error[bad-value]: baseline power: a signal that reads its peers is compared with its own "
         "history only (set peers: false)"]
 
 
@@ -81,6 +82,6 @@ def test_a_signal_cannot_guard_itself_nor_be_defined_twice(tmp_path):
     errors = Collector()
     read_baselines(doc, errors, KNOWN)
     assert printed(errors) == [
-        f"{path}:15:5: error[bad-value]: baseline temperature: same_load and alert_signal cannot name the signal itself",
-        f"{path}:16:5: error[duplicate-id]: baseline signal 'temperature' already defined on line 5",
+        f"{path}:16:5: error[bad-value]: baseline temperature: same_load and alert_signal cannot name the signal itself",
+        f"{path}:17:5: error[duplicate-id]: baseline signal 'temperature' already defined on line 6",
     ]
