@@ -152,6 +152,15 @@ def related_pairs(rules: Sequence) -> set[tuple[int, int]]:
     return pairs
 
 
+def neighbours(pairs: set[tuple[int, int]], n: int) -> dict[int, set[int]]:
+    """Each of n rules' related rules (related_pairs, either side)."""
+    near: dict[int, set[int]] = {k: set() for k in range(n)}
+    for i, j in pairs:
+        near[i].add(j)
+        near[j].add(i)
+    return near
+
+
 def _layout(rules: Sequence, serial: list[bool], pairs: set[tuple[int, int]]) -> list[int]:
     """A new order of the rules that keeps every related pair in its order, taking rules of the current
     kind (serial or not) as long as one is free to go, then switching (fewest runs, deterministic).
@@ -238,11 +247,9 @@ def _staged(serial: list[bool], pairs: set[tuple[int, int]], limit: int) -> list
     ALERTS, indices in the group's order) in evaluation order; None when none fit within `limit`."""
     n = len(serial)
     cap = limit if limit > 0 else n
-    near: dict[int, set[int]] = {k: set() for k in range(n)}
+    near = neighbours(pairs, n)
     before: dict[int, set[int]] = {k: set() for k in range(n)}
     for i, j in pairs:
-        near[i].add(j)
-        near[j].add(i)
         before[j].add(i)
 
     @functools.lru_cache(maxsize=None)

@@ -5,7 +5,7 @@ to do with it, so they are evaluated serially for nothing. Rules linked to it by
 one evaluation old (engine_fit's module doc)."""
 from types import SimpleNamespace
 
-from ..builders.engine_fit import related_pairs, serial_reason
+from ..builders.engine_fit import neighbours, related_pairs, serial_reason
 from .base import GROUP, Check, Group
 
 
@@ -19,10 +19,7 @@ def run(group: Group):
     serial = [(k, why) for k, why in ((k, serial_reason(str(r.get("expr", "")))) for k, r in enumerate(rules)) if why]
     if not serial or len(serial) == len(rules):
         return
-    near: dict[int, set[int]] = {k: set() for k in range(len(rules))}
-    for i, j in related_pairs([_view(r) for r in rules]):
-        near[i].add(j)
-        near[j].add(i)
+    near = neighbours(related_pairs([_view(r) for r in rules]), len(rules))
     linked, todo = {k for k, _ in serial}, [k for k, _ in serial]
     while todo:
         for other in near[todo.pop()] - linked:
