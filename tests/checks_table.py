@@ -46,7 +46,7 @@ groups:
 """
 SHARD = "# Tier shard (alerts/sharded/shard/): local and partial rules only\n" + one_group("""\
   - record: node:dcgm_gpu_temp:max
-    expr: max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)
+    expr: max by (cluster, Hostname) (DCGM_FI_DEV_GPU_TEMP)
   - record: fleet:dcgm_gpu_temp:quantile
     expr: {expr}
 """, name="rulesgen-shard")
@@ -178,9 +178,11 @@ TABLE = {
                                  name="rulesgen-health-alerts"), {}, (4, 5),
                        one_group("  - alert: GPUHot\n    expr: max by (cluster, Hostname, gpu, UUID) "
                                  "(DCGM_FI_DEV_GPU_TEMP) > 90\n    for: 5m\n" + CONTRACT, name="rulesgen-health-alerts")),
-    "scope-identity": (one_group("  - alert: GPUHot\n    expr: max by (Hostname, gpu, UUID) (DCGM_FI_DEV_GPU_TEMP) > 90\n"
+    "scope-identity": (one_group("  - alert: GPUHot\n    expr: max by (cluster, Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP) > 90\n"
                                  "    for: 5m\n" + CONTRACT), {"contract": True}, (4, 5),
                        one_group(f"  - alert: GPUHot\n    expr: {GPU_EXPR}\n    for: 5m\n" + CONTRACT)),
+    "cluster-local": (one_group("  - record: fleet:temp:max\n    expr: max(DCGM_FI_DEV_GPU_TEMP)\n"), {"contract": True}, (5, 5),
+                      one_group("  - record: fleet:temp:max\n    expr: max by (cluster) (DCGM_FI_DEV_GPU_TEMP)\n")),
     "template-label": (XID.format(xid=""), {}, (8, 7), XID.format(xid=", xid")),
     "group-size": (one_group(records(21), name="big"), {}, (2, 3), one_group(records(20), name="big")),
     "group-count": (many_groups(71), {}, (282, 3), many_groups(70)),
@@ -190,8 +192,8 @@ TABLE = {
                      one_group(records(1), fields="  interval: 1m\n")),
     "timestamp-skew": (SKEW.format(now="timestamp(up)", seen="node:seen:timestamp"), {}, (7, 5),
                        SKEW.format(now="timestamp(up)", seen="max by (Hostname) (timestamp(DCGM_FI_DEV_GPU_TEMP))")),
-    "tier-local": (SHARD.format(expr="quantile(0.9, DCGM_FI_DEV_GPU_TEMP)"), {}, (8, 5),
-                   SHARD.format(expr="max(node:dcgm_gpu_temp:max)")),
+    "tier-local": (SHARD.format(expr="quantile by (cluster) (0.9, DCGM_FI_DEV_GPU_TEMP)"), {}, (8, 5),
+                   SHARD.format(expr="max by (cluster) (node:dcgm_gpu_temp:max)")),
     # a single-server object in the folder of a shard's: the same ruleSelector loads both
     "tier-mix": (RULE_OBJECT.format(name="health", tier="single"),
                  {"beside": {"shard.yaml": RULE_OBJECT.format(name="shard-health", tier="shard")}}, (7, 5),

@@ -248,7 +248,8 @@ def _where(path: Path, alert: str, key: str) -> int:
 def test_lint_finds_catalog_alerts_that_lost_a_label_their_text_or_identity_needs(tmp_path):
     """The bundled catalog with `xid` dropped from the critical XID alert's aggregation (its summary would
     read "XID  on GPU 0") and the cluster label from the warning XID alert's: lint names both at the rule;
-    the catalog as it is renders clean (test_committed_rule_files_lint_clean)."""
+    the catalog as it is renders clean (test_committed_rule_files_lint_clean). The dropped cluster label
+    also mixes clusters (cluster-local)."""
     drain = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid{kind}{{xid=~"[[ xid.drain ]]", xid!="79"}})'
     other = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid!~"[[ xid.application ]]|[[ xid.drain ]]|79"})'
     found = _lint_catalog(tmp_path, [
@@ -260,6 +261,9 @@ def test_lint_finds_catalog_alerts_that_lost_a_label_their_text_or_identity_need
         (health, _where(health, "GPUXIDErrorCritical", "description"), "template-label", "GPUXIDErrorCritical"),
         (health, _where(health, "GPUXIDErrorCritical", "summary"), "template-label", "GPUXIDErrorCritical"),
         (health, _where(health, "GPUXIDErrorWarning", "alert"), "scope-identity", "GPUXIDErrorWarning"),
+        (health, _where(health, "GPUXIDErrorWarning", "expr"), "cluster-local", "GPUXIDErrorWarning"),
+        # it reads the warning XID alert's ALERTS, now of every cluster
+        (health, _where(health, "GPUDcgmHealthWarning", "expr"), "cluster-local", "GPUDcgmHealthWarning"),
     ]
     assert "reads $labels.xid, which the alert cannot carry" in found[1].message
     assert "cannot carry cluster, which name failure mode xid_error's subject (cluster, Hostname, gpu, UUID)" in found[2].message

@@ -60,6 +60,16 @@ def parses(rule: Node) -> bool:
     return not promql_tree.problems(str(rule.get("expr", "")))
 
 
+@dataclass(frozen=True)
+class PlainRule:
+    """A YAML rule as tiers.Classifier reads a rule (expr, record or alert, labels), with its node."""
+    expr: str
+    record: str | None
+    alert: str | None
+    labels: tuple[tuple[str, str], ...]
+    node: Node
+
+
 @dataclass
 class Files:
     """Every group of every file given, in order: what the FILES-scope checks read, and what the
@@ -86,6 +96,19 @@ class Files:
         """Records whose value is a sample timestamp (checks/timestamp_skew.py)."""
         return {str(r["record"]) for _, g in self.groups for r in g.get("rules", []) or []
                 if "record" in r and parses(r) and promql_tree.timestamp_valued(str(r["expr"]))}
+
+    @cached_property
+    def plain_rules(self) -> list[tuple[str, PlainRule]]:
+        """(path, rule) of every rule that parses, in file and group order."""
+        out = []
+        for path, g in self.groups:
+            for r in g.get("rules", []) or []:
+                if isinstance(r, Node) and parses(r):
+                    labels = r.get("labels") or {}
+                    out.append((str(path), PlainRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
+                                                     str(r["alert"]) if "alert" in r else None,
+                                                     tuple((str(k), str(v)) for k, v in labels.items()), r)))
+        return out
 
     @cached_property
     def records(self):

@@ -3,7 +3,7 @@ CHECK (or CHECKS, for a family sharing all its code); MODULES is the one list to
 from __future__ import annotations
 
 from . import (
-    alert_for, alert_identity, alerts_reader_mixed, contract_annotation, contract_label, dashboard_datasource,
+    alert_for, alert_identity, alerts_reader_mixed, cluster_local, contract_annotation, contract_label, dashboard_datasource,
     dashboard_editable, dashboard_json, dashboard_link, dense_long_window, engine_field, fleet_per_pod, group_count,
     group_size, instant_slow_record, panel_counter, panel_datasource, panel_description, panel_promql,
     panel_rate_interval, panel_series, panel_targets, panel_title, panel_unit, promql_syntax, rate_window,
@@ -12,7 +12,7 @@ from . import (
 from .base import Check
 
 MODULES = (yaml_load, promql_syntax, rate_window, raw_long_window, dense_long_window, instant_slow_record, alert_for,
-           value_in_label, contract_label, contract_annotation, fleet_per_pod, alert_identity, scope_identity,
+           value_in_label, contract_label, contract_annotation, fleet_per_pod, alert_identity, scope_identity, cluster_local,
            template_labels, group_size, group_count,
            alerts_reader_mixed, engine_field, tier_local, tier_mix, timestamp_skew,
            # Grafana dashboards (*.json): grafana/dashboard-linter's rules that apply, then rulesgen's own

@@ -4,13 +4,12 @@ global are not the shards' to read: a shard rule that reads a name only they wri
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..load.yamlsource import Node, where_of
+from ..load.yamlsource import where_of
 from ..promql import tree as promql_tree
 from ..promql.tiers import GLOBAL, Classifier
-from .base import FILES, Check, Files, Hit, parses
+from .base import FILES, Check, Files, Hit
 
 _TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)
 
@@ -25,34 +24,17 @@ def declared_tier(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
-@dataclass(frozen=True)
-class _YamlRule:
-    """A YAML rule as the Classifier reads a rule (expr, record or alert, labels)."""
-    expr: str
-    record: str | None
-    alert: str | None
-    labels: tuple[tuple[str, str], ...]
-    node: Node
-
-
 def run(files: Files):
     declared = {str(path): declared_tier(path) for path, _ in files.per_file}
     if "shard" not in declared.values():
         return
     rules, where, global_only = [], [], set()
-    for path, groups in files.per_file:
-        for g in groups:
-            for r in g.get("rules", []) or []:
-                if not (isinstance(r, Node) and parses(r)):
-                    continue
-                if declared[str(path)] == "global":
-                    global_only.add(str(r.get("record") or "ALERTS"))
-                    continue
-                labels = r.get("labels") or {}
-                rules.append(_YamlRule(str(r.get("expr", "")), str(r["record"]) if "record" in r else None,
-                                       str(r["alert"]) if "alert" in r else None,
-                                       tuple((str(k), str(v)) for k, v in labels.items()), r))
-                where.append(str(path))
+    for path, rule in files.plain_rules:
+        if declared[path] == "global":
+            global_only.add(rule.record or "ALERTS")
+            continue
+        rules.append(rule)
+        where.append(path)
     global_only -= {r.record for r in rules if r.record} | {"ALERTS"}
     c = Classifier(rules, files.options.partition)
     for rule, path, t in zip(rules, where, c.tiers):
