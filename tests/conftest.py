@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 pytest.register_assert_rewrite("gitops")  # a fixture plugin the test modules also import from
 
+import batches  # noqa: E402
 import second_process  # noqa: E402  (tests/ is on sys.path: pytest puts the conftest folder there)
 from rulesgen.engines.tools import find_tool  # noqa: E402
 
@@ -157,23 +158,30 @@ def rendered_outputs(tmp_path_factory):
 
 
 # --- scenario replays: one pool, started with the session ------------------------------------------
-# Every replay of a scenario file (promtool 3.5, the dialect cells, promtool 2.42, vmalert-tool) is a job
-# in one pool of cpu_count workers, submitted when the session starts, in the order pytest reads the
-# results (test files in name order; within one, the largest files first): the model and builder tests
-# run in the main thread meanwhile, and no core waits for the slowest file of one engine's batch.
+# Every replay of scenario files (promtool 3.5, the dialect cells, promtool 2.42, vmalert-tool, the holds and
+# the sharding proof: several scenarios to a run, tests/batches.py) is a job in one pool of cpu_count workers,
+# submitted when the session starts, in the order pytest reads the results (test files in name order; within
+# one, the largest batches first): the model and builder tests run in the main thread meanwhile, and no core
+# waits for the slowest batch of one engine.
 _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="replay")
 _REPLAYS: dict[str, Callable] = {}  # fixture name -> (session request -> {key: job})
 _STARTED: dict[str, "Replays"] = {}
 
 
 class Replays(Mapping):
-    """{key: result of job} with every job running in the shared pool; reading a key waits for its job."""
+    """{key: result of job} with every job running in the shared pool; reading a key waits for its job. A
+    tuple of keys names one job for all of them, returning {key: result} (tests/batches.py)."""
 
-    def __init__(self, jobs: dict[str, Callable[[], object]]):
-        self._futures = {key: _POOL.submit(job) for key, job in jobs.items()}
+    def __init__(self, jobs: dict[str | tuple[str, ...], Callable[[], object]]):
+        self._futures = {}
+        for key, job in jobs.items():
+            future = _POOL.submit(job)
+            for k in (key if isinstance(key, tuple) else (key,)):
+                self._futures[k] = (future, isinstance(key, tuple))
 
     def __getitem__(self, key):
-        return self._futures[key].result()
+        future, batched = self._futures[key]
+        return future.result()[key] if batched else future.result()
 
     def __iter__(self):
         return iter(self._futures)
@@ -182,7 +190,7 @@ class Replays(Mapping):
         return len(self._futures)
 
     def futures(self):
-        return self._futures.values()
+        return {id(f): f for f, _ in self._futures.values()}.values()
 
 
 def replay_fixture(jobs_of: Callable) -> Callable:
@@ -215,11 +223,6 @@ def pytest_sessionfinish(session):
     _POOL.shutdown(wait=False, cancel_futures=True)
 
 
-def largest_first(paths) -> list[Path]:
-    """Bigger scenario files replay longer: started first, they do not leave one core alone at the end."""
-    return sorted(paths, key=lambda p: -Path(p).stat().st_size)
-
-
 def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
     """For every failure mode of `modes` (in their order) that neither a scenario named in `covered` nor one
     already picked expects, the scenario of `scenarios` ({name: Scenario}) expecting it with the fewest
@@ -248,13 +251,13 @@ def replay_env() -> dict:
 
 
 def promtool_jobs(promtool: str, paths) -> dict:
-    """{stem: job}: each job runs `promtool test rules` on one file and returns (rc, output)."""
+    """{stems: job}: `promtool test rules` on the files in batches (tests/batches.py), (rc, output) each."""
     def job(path: Path):
         proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=900,
                               env=replay_env())
         return proc.returncode, proc.stdout + proc.stderr
 
-    return {Path(p).stem: (lambda p=p: job(p)) for p in largest_first(paths)}
+    return batches.jobs(paths, job)
 
 
 def run_cli(*args, cwd=ROOT, env=None):

@@ -24,12 +24,13 @@ import math
 import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import gcd
 from pathlib import Path
 
 import yaml
 
+import batches
 from rulesgen.builders.rules import RULE_FILES
 from rulesgen.promql.text import label_set
 from rulesgen.load.scenarios import STALE, Scenario, expand
@@ -230,18 +231,22 @@ def replay(promtool: str, files, series: list[tuple[str, str]], interval: int, e
     return run
 
 
-def replay_test(promtool: str, test_file: Path, scenario: Scenario, files, workdir: Path) -> tuple[Run, tuple[str, ...]]:
-    """A scenario's generated promtool test (its input series, rule files and expectations) with the ALERTS
-    listings added: the alerts at every evaluation time, and what promtool reports against the scenario's
-    own expectations (nothing when they hold: the verdict `promtool test rules` gives the file alone).
-    The test must replay the scenario's series through `files`, as the shards are given them."""
-    doc = yaml.load(test_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    (test,) = doc["tests"]
-    given = sorted((s["series"], s["values"]) for s in test["input_series"])
-    doc["rule_files"] = [str((test_file.parent / f).resolve()) for f in doc["rule_files"]]
+def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path) -> tuple[Run, tuple[str, ...]]:
+    """A scenario's generated promtool test (a file, or its document with rule files resolved: its input
+    series, rule files and expectations) with the ALERTS listings added: the alerts at every evaluation time,
+    and what promtool reports against the scenario's own expectations (nothing when they hold: the verdict
+    `promtool test rules` gives the file alone). The test must replay the scenario's series through `files`,
+    as the shards are given them."""
+    if isinstance(test, Path):
+        doc = yaml.load(test.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc["rule_files"] = [str((test.parent / f).resolve()) for f in doc["rule_files"]]
+    else:
+        doc = test
+    (case,) = doc["tests"]
+    given = sorted((s["series"], s["values"]) for s in case["input_series"])
     if given != sorted(scenario.series) or sorted(doc["rule_files"]) != sorted(str(Path(f).resolve()) for f in files):
-        raise RuntimeError(f"{test_file} does not replay scenario {scenario.name}'s series through {list(map(str, files))}")
-    test["promql_expr_test"] = test.get("promql_expr_test", []) + listings(
+        raise RuntimeError(f"{test} does not replay scenario {scenario.name}'s series through {list(map(str, files))}")
+    case["promql_expr_test"] = case.get("promql_expr_test", []) + listings(
         "ALERTS", scenario.duration, scenario.evaluation_interval)
     return _run(promtool, doc, workdir, "single")
 
@@ -416,13 +421,14 @@ class Verdict:
 
 
 def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path,
-            reference_test: Path | None = None) -> Verdict:
-    """reference_test: the scenario's generated promtool test over topology.single. The one server's replay
-    is then that file with the listings added, so the same promtool run also judges the scenario's own
-    expectations (Verdict.expectations), and CI need not replay the scenario a second time."""
+            reference_test: Path | dict | None = None, halves: list[list[tuple[str, str]]] | None = None) -> Verdict:
+    """reference_test: the scenario's generated promtool test over topology.single (or its document). The one
+    server's replay is then that test with the listings added, so the same promtool run also judges the
+    scenario's own expectations (Verdict.expectations), and CI need not replay the scenario a second time.
+    halves: the shards' series (default: split(scenario))."""
     step = gcd(scenario.interval, scenario.evaluation_interval)
     listed = f"ALERTS|{topology.listed}"
-    halves = split(scenario)
+    halves = halves if halves is not None else split(scenario)
     # the one server and the shards are independent replays: run them at once (the shards in one promtool run)
     def one_server() -> tuple[Run, tuple[str, ...]]:
         if reference_test is not None:
@@ -450,3 +456,58 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     extra = tuple((t, a) for t in times for a in sorted(sharded.get(t, set()) - ref.get(t, set())))
     missing = tuple((t, a) for t in times for a in sorted(ref.get(t, set()) - sharded.get(t, set())))
     return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()), expectations)
+
+
+# --- several scenarios in one proof -------------------------------------------------------------------
+
+def _tagged_scenario(scenario: Scenario, label: str, tag: str) -> Scenario:
+    return replace(scenario, series=tuple((batches.tagged_series(s, label, tag), v) for s, v in scenario.series))
+
+
+def _of(labels, label: str) -> int | None:
+    """The batch member an alert's labels name (batches.TAG suffix of `label`), None if none."""
+    _, _, k = dict(labels).get(label, "").rpartition(batches.TAG)
+    return int(k) if k.isdigit() else None
+
+
+def _members(verdict: Verdict, scenarios: list[Scenario], label: str) -> dict[str, Verdict]:
+    """The batch's verdict as each member's: its steps, its alerts, the failures whose query names its tag (a
+    failure naming no member's, the batch's guard, goes to every member)."""
+    out = {}
+    for k, s in enumerate(scenarios):
+        mine = lambda items: tuple((t, a) for t, a in items if t <= s.duration and _of(a, label) == k)  # noqa: E731
+        named = [f for f in verdict.expectations if k in {int(n) for n in re.findall(re.escape(batches.TAG) + r"(\d+)", f)}
+                 or not re.search(re.escape(batches.TAG) + r"\d", f)]
+        out[s.name] = Verdict(s.name, s.duration // s.evaluation_interval + 1, mine(verdict.extra), mine(verdict.missing),
+                              verdict.forwarded_series, verdict.reference_alerts, tuple(named))
+    return out
+
+
+def compare_batch(promtool: str, scenarios: list[Scenario], topology: Topology, workdir: Path,
+                  reference_tests: list[Path]) -> dict[str, Verdict]:
+    """compare() of scenarios sharing their intervals, in one run of each tier (tests/batches.py: their
+    series side by side, told apart by a suffix on topology.tag_label, each shard split as the scenario alone
+    is). A member the batch finds unequal or failing, or a batch the engine refuses, is compared alone, so a
+    failure reads as the scenario's own proof reports it."""
+    verdicts: dict[str, Verdict] = {}
+    if len(scenarios) > 1:
+        label = topology.tag_label
+        members = [_tagged_scenario(s, label, f"{batches.TAG}{k}") for k, s in enumerate(scenarios)]
+        halves = [[x for m in members for x in split(m)[i]] for i in range(2)]
+        together = replace(scenarios[0], name="batch: " + ", ".join(s.name for s in scenarios),
+                           series=tuple(x for m in members for x in m.series),
+                           duration=max(s.duration for s in scenarios), expect=())
+        docs = []
+        for path in reference_tests:
+            doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            docs.append({**doc, "rule_files": [str((path.parent / f).resolve()) for f in doc["rule_files"]]})
+        try:
+            verdicts = _members(compare(promtool, together, topology, workdir, batches.merged(docs, label), halves),
+                                scenarios, label)
+        except (Mixed, RuntimeError):
+            verdicts = {}
+    for s, path in zip(scenarios, reference_tests):
+        v = verdicts.get(s.name)
+        if v is None or not v.equal or v.expectations:
+            verdicts[s.name] = compare(promtool, s, topology, workdir, reference_test=path)
+    return verdicts

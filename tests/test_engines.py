@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import BINARIES, engine_param, largest_first, replay_choice, replay_env, replay_fixture
+import batches
+from conftest import BINARIES, engine_param, replay_choice, replay_env, replay_fixture
 from rulesgen.engines.tools import tool_version
 
 pytestmark = pytest.mark.engines
@@ -70,8 +71,8 @@ def test_rendered_rules_load(rendered, fixture, request):
 
 @replay_fixture
 def results_on_2_42(request):
-    """promtool-2.42 test rules on the subset, one process per file (conftest's pool; run from the tests'
-    directory: 2.42 resolves rule_files against the working directory)."""
+    """promtool-2.42 test rules on the subset, in batches (tests/batches.py; conftest's pool; run from the
+    tests' directory: 2.42 resolves rule_files against the working directory)."""
     promtool = request.getfixturevalue("promtool_2_42")
     tests = request.getfixturevalue("rendered") / "tests" / "promtool"
 
@@ -80,7 +81,7 @@ def results_on_2_42(request):
                               timeout=900, cwd=tests, env=replay_env())
         return proc.returncode, proc.stdout + proc.stderr
 
-    return {p.stem: (lambda p=p: job(p)) for p in largest_first(tests / f"{name}.yaml" for name in SUBSET_ON_2_42)}
+    return batches.jobs([tests / f"{name}.yaml" for name in SUBSET_ON_2_42], job)
 
 
 @pytest.mark.parametrize("scenario", SUBSET_ON_2_42)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import batches
 import shard_equality as se
 from conftest import ROOT, cheapest_per_mode, replay_fixture
 from rulesgen import artifacts
@@ -101,23 +102,45 @@ def _onset_listing(s, i: int, e) -> dict:
     return {"expr": expr, "eval_time": f"{s.duration}s", "exp_samples": []}
 
 
-def first_firings(promtool: str, test_file: Path, s, workdir: Path) -> list[int | None]:
-    """Per expectation of s, its first firing (seconds from the start) on the rules its modes need; for
-    a repeated expectation (promtool_tests.repeats), its first new onset since its `after`."""
-    doc = yaml.load(test_file.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    files = [(test_file.parent / f).resolve() for f in doc["rule_files"]]
-    cut = needed_rules(files, {e.failure_mode for e in s.expect})
-    doc["rule_files"] = []
+def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdir: Path) -> list[list[int | None]]:
+    """Per scenario, per expectation of it, its first firing (seconds from the start) on the rules its modes
+    need; for a repeated expectation (promtool_tests.repeats), its first new onset since its `after`. Several
+    scenarios replay as one batch (tests/batches.py, on the rules all their modes need: each alert still
+    computes what the whole rule set computes); a batch promtool fails is replayed scenario by scenario."""
+    docs = [yaml.load(f.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) for f in test_files]
+    files = [(test_files[0].parent / f).resolve() for f in docs[0]["rule_files"]]
+    cut = needed_rules(files, {e.failure_mode for s in scenarios for e in s.expect})
+    paths = []
     for k, rules in enumerate(cut):
-        path = workdir / f"rules-{k}.yaml"
-        path.write_text(json.dumps(rules))
-        doc["rule_files"].append(str(path))
-    doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
-    doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)] + [
-        _onset_listing(s, i, e) for i, e in enumerate(s.expect) if promtool_tests.repeats(s, e)]
-    run, failures = se._run(promtool, doc, workdir, "holds")
-    assert not failures, failures
-    firsts = [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()]
+        paths.append(workdir / f"rules-{k}.yaml")
+        paths[-1].write_text(json.dumps(rules))
+    for doc, s in zip(docs, scenarios):
+        doc["rule_files"] = list(map(str, paths))
+        doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
+        doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)] + [
+            _onset_listing(s, i, e) for i, e in enumerate(s.expect) if promtool_tests.repeats(s, e)]
+    if len(docs) == 1:
+        run, failures = se._run(promtool, docs[0], workdir, "holds")
+        assert not failures, failures
+        return [_firsts(scenarios[0], [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()])]
+    try:
+        run, failures = se._run(promtool, batches.merged(docs), workdir, "holds")
+    except RuntimeError:
+        failures = ("promtool refused the batch",)
+    if failures:
+        return [first_firings(promtool, [f], [s], workdir)[0] for f, s in zip(test_files, scenarios)]
+    listed = [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()]
+    return [_firsts(s, [(_untagged(labels, k), t) for labels, t in listed if se._of(labels.items(), "cluster") == k])
+            for k, s in enumerate(scenarios)]
+
+
+def _untagged(labels: dict, k: int) -> dict:
+    """An alert's labels as its scenario alone gives them: batch member k's tag off the cluster label."""
+    value = labels["cluster"].removesuffix(f"{batches.TAG}{k}")
+    return {key: v for key, v in labels.items() if key != "cluster"} | ({"cluster": value} if value else {})
+
+
+def _firsts(s, firsts: list[tuple[dict, int]]) -> list[int | None]:
     return [min((t for labels, t in firsts if labels.get("failure_mode") == e.failure_mode
                  and labels.get("repeat_index") == (str(i) if promtool_tests.repeats(s, e) else None)
                  and all(labels.get(k) == v for k, v in e.labels)), default=None) for i, e in enumerate(s.expect)]
@@ -125,15 +148,18 @@ def first_firings(promtool: str, test_file: Path, s, workdir: Path) -> list[int 
 
 @replay_fixture
 def hold_runs(request):
-    """The first firings of every sampled scenario, each a job of conftest's pool."""
+    """The first firings of every sampled scenario, in batches (tests/batches.py), each a job of conftest's pool."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     base = request.getfixturevalue("tmp_path_factory").mktemp("holds")
+    tests = rendered / "tests" / "promtool"
 
-    def job(name):
-        work = base / name
+    def job(names: tuple[str, ...]) -> dict:
+        work = base / names[0]
         work.mkdir()
-        return first_firings(promtool, rendered / "tests" / "promtool" / f"{name}.yaml", SCENARIOS[name], work)
-    return {name: (lambda name=name: job(name)) for name in SAMPLE}
+        return dict(zip(names, first_firings(promtool, [tests / f"{n}.yaml" for n in names], [SCENARIOS[n] for n in names],
+                                             work)))
+    return {names: (lambda names=names: job(names))
+            for names in (tuple(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in SAMPLE]))}
 
 
 def _key(s, e) -> str:

@@ -9,6 +9,7 @@ the harness can fail; RULESGEN_SHARDING=modes (a quicker loop): the cross-shard 
 once caught and one scenario for each failure mode they leave. The one-server replay is the scenario's own
 promtool test, so CI's tests/test_scenarios.py leaves those scenarios to this file
 (RULESGEN_SCENARIOS=rest-not-sharded)."""
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+import batches
 import shard_equality as se
-from conftest import ROOT, cheapest_per_mode, largest_first, replay_fixture, selected
+from conftest import ROOT, cheapest_per_mode, replay_fixture, selected
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -137,19 +139,21 @@ def test_cross_shard_scenarios_put_their_nodes_on_different_shards(name):
 
 @replay_fixture
 def sharding_verdicts(request):
-    """The comparison of each selected scenario as a job of conftest's pool: one scenario's global tier and
-    Python work overlap the next one's replays, so no core waits (largest scenario files first)."""
+    """The comparisons of the selected scenarios as jobs of conftest's pool, several scenarios to a job
+    (shard_equality.compare_batch, in the batches of tests/batches.py): one job's global tier and Python work
+    overlap the next one's replays, so no core waits."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     topology = se.rendered_topology(rendered)
     chosen = selected(request.config, __name__, "test_two_shards_and_the_global_tier_alert_as_one_server")
+    tests = rendered / "tests" / "promtool"
 
-    def job(name: str) -> se.Verdict:
+    def job(names: tuple[str, ...]) -> dict[str, se.Verdict]:
         with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
-            return se.compare(promtool, ALL[name], topology, Path(tmp),
-                              reference_test=rendered / "tests" / "promtool" / f"{name}.yaml")
+            return se.compare_batch(promtool, [ALL[n] for n in names], topology, Path(tmp),
+                                    [tests / f"{n}.yaml" for n in names])
 
-    return {path.stem: (lambda name=path.stem: job(name))
-            for path in largest_first([p for p in SCENARIOS if p.stem in chosen])}
+    return {names: (lambda names=names: job(names))
+            for names in (tuple(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in sorted(chosen)]))}
 
 
 @pytest.mark.equality
@@ -219,14 +223,44 @@ def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, 
     assert planted_run.samples == run.samples and se.alerts(run, "shard")
 
 
+BATCH = ("pcie-errors-storm", "shard-capacity-two-plus-two")  # same intervals: one batch
+
+
 @pytest.mark.equality
-def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool):
+def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool, monkeypatch):
     """The harness can fail: the single-topology files on each shard and no global tier miss the
     capacity guard of 2 + 2 of 16 + 16 (each shard has 2 GPUs to drain, under the 3-GPU minimum), and
     their fleet peer statistics, over one shard's GPUs, make a baseline alert pending that one server
-    does not."""
+    does not. In a batch (compare_batch) the difference is found, and the scenario's own comparison
+    reports it."""
+    alone, compare = [], se.compare
+    monkeypatch.setattr(se, "compare", lambda p, s, *a, **k: alone.append(s.name) or compare(p, s, *a, **k))
     with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
-        verdict = se.compare(promtool, ALL["shard-capacity-two-plus-two"], se.single_topology(rendered), Path(tmp))
+        verdict = se.compare_batch(promtool, [ALL[n] for n in BATCH], se.single_topology(rendered), Path(tmp),
+                                   [rendered / "tests" / "promtool" / f"{n}.yaml" for n in BATCH])[BATCH[1]]
+    assert alone[0].startswith("batch: ") and BATCH[1] in alone[1:]
     missing = {dict(a)["alertname"] for _, a in verdict.missing}
     extra = {dict(a)["alertname"] for _, a in verdict.extra}
     assert missing == {"GPUFleetCapacityDegraded"} and extra <= {"GPUBaselineDeviation"}, verdict.describe()
+
+
+@pytest.mark.equality
+def test_a_batch_replays_each_scenario_as_its_own_run(rendered, promtool, tmp_path):
+    """The one server's replay of a batch (tests/batches.py: the scenarios side by side, told apart by a
+    suffix on the cluster label) gives each scenario, step for step, the alerts of its own replay."""
+    topology, tests = se.rendered_topology(rendered), rendered / "tests" / "promtool"
+    docs = []
+    for n in BATCH:
+        doc = yaml.safe_load((tests / f"{n}.yaml").read_text())
+        docs.append({**doc, "rule_files": [str((tests / f).resolve()) for f in doc["rule_files"]]})
+    members = [se._tagged_scenario(ALL[n], "cluster", f"{batches.TAG}{k}") for k, n in enumerate(BATCH)]
+    together = dataclasses.replace(ALL[BATCH[0]], series=tuple(x for m in members for x in m.series))
+    run, failures = se.replay_test(promtool, batches.merged(docs), together, topology.single, tmp_path)
+    assert not failures
+    for k, name in enumerate(BATCH):
+        own, _ = se.replay_test(promtool, tests / f"{name}.yaml", ALL[name], topology.single, tmp_path)
+        untagged = lambda a: tuple((lab, v.removesuffix(f"{batches.TAG}{k}")) for lab, v in a  # noqa: E731
+                                   if lab != "cluster" or v != f"{batches.TAG}{k}")  # an absent label stays absent
+        in_batch = {t: {untagged(a) for a in alerts if se._of(a, "cluster") == k}
+                    for t, alerts in se.alerts(run, "shard").items()}
+        assert {t: a for t, a in in_batch.items() if a} == se.alerts(own, "shard") != {}, name

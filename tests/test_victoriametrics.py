@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import batches
 import conftest
 from conftest import ROOT
 from treeasserts import canonical
@@ -289,13 +290,13 @@ def test_vmalert_tool_reports_a_missed_expectation_and_a_false_alert(vmalert_too
 
 @conftest.replay_fixture
 def vmalert_results(request):
-    """vmalert-tool on every selected rendered scenario test (RULESGEN_VM_SCENARIOS and -k), one process
-    per file (conftest's pool)."""
+    """vmalert-tool on every selected rendered scenario test (RULESGEN_VM_SCENARIOS and -k), in batches
+    (tests/batches.py; conftest's pool)."""
     rendered, vmalert_tool = request.getfixturevalue("rendered"), request.getfixturevalue("vmalert_tool")
     chosen = conftest.selected(request.config, __name__, "test_scenario_passes_vmalert_tool")
     files = [rendered / "tests" / "vmalert" / f"{n}.yaml" for n in sorted(chosen)]
     assert all(f.exists() for f in files)
-    return {f.stem: (lambda f=f: run_unittest(vmalert_tool, f)) for f in conftest.largest_first(files)}
+    return batches.jobs(files, lambda f: run_unittest(vmalert_tool, f))
 
 
 def test_every_scenario_has_a_vmalert_test(rendered):
