@@ -18,6 +18,8 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,17 +103,27 @@ def plan(paths: list[Path]) -> list[list[Path]]:
     return sorted(out, key=lambda b: -sum(Path(p).stat().st_size for p in b))
 
 
-def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[tuple[str, ...], Callable[[], dict]]:
+class Batch(tuple):
+    """The keys of one job that returns {key: result} (conftest.Replays reads each key's result from it)."""
+
+
+def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Batch, Callable[[], dict]]:
     """{stems of a batch: job}: each job runs the batch through run(path) (a result whose first item is the
     return code) and returns {stem: result}: the batch's result for each when it passed, else each file's
     own run."""
     def job(batch: list[Path]) -> dict:
         if len(batch) > 1:
-            path = batch[0].parent / f".batch-{batch[0].stem}.yaml"
-            path.write_text(json.dumps(merged([yaml.load(p.read_text(), Loader=_LOADER) for p in batch], label)))
+            docs = []
+            for p in batch:
+                doc = yaml.load(p.read_text(), Loader=_LOADER)
+                docs.append({**doc, "rule_files": [str((p.parent / f).resolve()) for f in doc["rule_files"]]})
+            folder = Path(tempfile.mkdtemp(prefix="rulesgen-batch-"))  # not beside the files: a render stays as written
+            path = folder / f"{batch[0].stem}.yaml"
+            path.write_text(json.dumps(merged(docs, label)))
             together = run(path)
             if together[0] == 0:
+                shutil.rmtree(folder)
                 return {p.stem: together for p in batch}
-            path.with_suffix(".failed").write_text(str(together[1]))  # what the batch said, beside it
+            path.with_suffix(".failed").write_text(str(together[1]))  # kept: what the batch said
         return {p.stem: run(p) for p in batch}
-    return {tuple(p.stem for p in batch): (lambda batch=batch: job(batch)) for batch in plan([Path(p) for p in paths])}
+    return {Batch(p.stem for p in batch): (lambda batch=batch: job(batch)) for batch in plan([Path(p) for p in paths])}

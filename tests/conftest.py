@@ -170,14 +170,15 @@ _STARTED: dict[str, "Replays"] = {}
 
 class Replays(Mapping):
     """{key: result of job} with every job running in the shared pool; reading a key waits for its job. A
-    tuple of keys names one job for all of them, returning {key: result} (tests/batches.py)."""
+    batches.Batch of keys names one job for all of them, returning {key: result}."""
 
-    def __init__(self, jobs: dict[str | tuple[str, ...], Callable[[], object]]):
+    def __init__(self, jobs: dict[object, Callable[[], object]]):
         self._futures = {}
         for key, job in jobs.items():
             future = _POOL.submit(job)
-            for k in (key if isinstance(key, tuple) else (key,)):
-                self._futures[k] = (future, isinstance(key, tuple))
+            batched = isinstance(key, batches.Batch)
+            for k in (key if batched else (key,)):
+                self._futures[k] = (future, batched)
 
     def __getitem__(self, key):
         future, batched = self._futures[key]

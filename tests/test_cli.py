@@ -297,7 +297,7 @@ def test_lint_judges_the_rendered_rule_files_and_dashboards_by_default():
 def test_contract_is_a_property_of_each_check():
     from rulesgen.checks import CHECKS, check_of
     assert {c.code for c in CHECKS.values() if c.contract} == {
-        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity",
+        "contract-label", "contract-annotation", "fleet-per-pod", "alert-identity", "scope-identity", "cluster-local",
         "panel-series", "dashboard-link"}
     assert check_of("rate-window").contract is False and check_of("no-such-check").severity == "warning"
 

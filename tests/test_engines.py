@@ -77,7 +77,7 @@ def results_on_2_42(request):
     tests = request.getfixturevalue("rendered") / "tests" / "promtool"
 
     def job(path):
-        proc = subprocess.run([promtool, "test", "rules", path.name], capture_output=True, text=True,
+        proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True,
                               timeout=900, cwd=tests, env=replay_env())
         return proc.returncode, proc.stdout + proc.stderr
 

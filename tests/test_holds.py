@@ -159,7 +159,7 @@ def hold_runs(request):
         return dict(zip(names, first_firings(promtool, [tests / f"{n}.yaml" for n in names], [SCENARIOS[n] for n in names],
                                              work)))
     return {names: (lambda names=names: job(names))
-            for names in (tuple(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in SAMPLE]))}
+            for names in (batches.Batch(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in SAMPLE]))}
 
 
 def _key(s, e) -> str:

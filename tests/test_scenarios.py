@@ -61,7 +61,7 @@ REPLAYED = replay_choice("RULESGEN_SCENARIOS", [p.stem for p in SCENARIOS], QUIC
 
 @replay_fixture
 def promtool_results(request):
-    """promtool on the selected scenarios' rendered tests, one process per file (conftest's pool)."""
+    """promtool on the selected scenarios' rendered tests, several to a run (tests/batches.py; conftest's pool)."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
     return promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])

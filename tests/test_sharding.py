@@ -153,7 +153,7 @@ def sharding_verdicts(request):
                                     [tests / f"{n}.yaml" for n in names])
 
     return {names: (lambda names=names: job(names))
-            for names in (tuple(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in sorted(chosen)]))}
+            for names in (batches.Batch(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in sorted(chosen)]))}
 
 
 @pytest.mark.equality
