@@ -38,6 +38,12 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_SCENARIOS, MAX_SAMPLES = 8, 2_000_000
 
 
+def load(path: Path) -> dict:
+    """A test document with its rule files made absolute, so it runs from anywhere (a batch's temp folder)."""
+    doc = yaml.load(Path(path).read_text(), Loader=_LOADER)
+    return {**doc, "rule_files": [str((Path(path).parent / f).resolve()) for f in doc["rule_files"]]}
+
+
 def tagged_series(text: str, label: str, tag: str) -> str:
     name, _, rest = text.partition("{")
     labels = label_set("{" + rest) if rest else {}
@@ -113,10 +119,7 @@ def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Ba
     own run."""
     def job(batch: list[Path]) -> dict:
         if len(batch) > 1:
-            docs = []
-            for p in batch:
-                doc = yaml.load(p.read_text(), Loader=_LOADER)
-                docs.append({**doc, "rule_files": [str((p.parent / f).resolve()) for f in doc["rule_files"]]})
+            docs = [load(p) for p in batch]
             folder = Path(tempfile.mkdtemp(prefix="rulesgen-batch-"))  # not beside the files: a render stays as written
             path = folder / f"{batch[0].stem}.yaml"
             path.write_text(json.dumps(merged(docs, label)))

@@ -237,11 +237,7 @@ def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path) -
     and what promtool reports against the scenario's own expectations (nothing when they hold: the verdict
     `promtool test rules` gives the file alone). The test must replay the scenario's series through `files`,
     as the shards are given them."""
-    if isinstance(test, Path):
-        doc = yaml.load(test.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        doc["rule_files"] = [str((test.parent / f).resolve()) for f in doc["rule_files"]]
-    else:
-        doc = test
+    doc = batches.load(test) if isinstance(test, Path) else test
     (case,) = doc["tests"]
     given = sorted((s["series"], s["values"]) for s in case["input_series"])
     if given != sorted(scenario.series) or sorted(doc["rule_files"]) != sorted(str(Path(f).resolve()) for f in files):
@@ -497,12 +493,9 @@ def compare_batch(promtool: str, scenarios: list[Scenario], topology: Topology, 
         together = replace(scenarios[0], name="batch: " + ", ".join(s.name for s in scenarios),
                            series=tuple(x for m in members for x in m.series),
                            duration=max(s.duration for s in scenarios), expect=())
-        docs = []
-        for path in reference_tests:
-            doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            docs.append({**doc, "rule_files": [str((path.parent / f).resolve()) for f in doc["rule_files"]]})
         try:
-            verdicts = _members(compare(promtool, together, topology, workdir, batches.merged(docs, label), halves),
+            verdicts = _members(compare(promtool, together, topology, workdir,
+                                        batches.merged([batches.load(p) for p in reference_tests], label), halves),
                                 scenarios, label)
         except (Mixed, RuntimeError):
             verdicts = {}

@@ -107,8 +107,8 @@ def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdi
     need; for a repeated expectation (promtool_tests.repeats), its first new onset since its `after`. Several
     scenarios replay as one batch (tests/batches.py, on the rules all their modes need: each alert still
     computes what the whole rule set computes); a batch promtool fails is replayed scenario by scenario."""
-    docs = [yaml.load(f.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) for f in test_files]
-    files = [(test_files[0].parent / f).resolve() for f in docs[0]["rule_files"]]
+    docs = [batches.load(f) for f in test_files]
+    files = [Path(f) for f in docs[0]["rule_files"]]
     cut = needed_rules(files, {e.failure_mode for s in scenarios for e in s.expect})
     paths = []
     for k, rules in enumerate(cut):

@@ -207,8 +207,7 @@ def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, 
     turned from 1 to 0 fails on each of them, while its listings still give the same alerts."""
     name = "gpu-lost-every-gpu"
     original = rendered / "tests" / "promtool" / f"{name}.yaml"
-    doc = yaml.safe_load(original.read_text())
-    doc["rule_files"] = [str((original.parent / f).resolve()) for f in doc["rule_files"]]
+    doc = batches.load(original)
     expected = [sample for case in doc["tests"][0]["promql_expr_test"] for sample in case["exp_samples"]]
     assert expected and all(sample["value"] == 1 for sample in expected)
     for sample in expected:
@@ -249,10 +248,7 @@ def test_a_batch_replays_each_scenario_as_its_own_run(rendered, promtool, tmp_pa
     """The one server's replay of a batch (tests/batches.py: the scenarios side by side, told apart by a
     suffix on the cluster label) gives each scenario, step for step, the alerts of its own replay."""
     topology, tests = se.rendered_topology(rendered), rendered / "tests" / "promtool"
-    docs = []
-    for n in BATCH:
-        doc = yaml.safe_load((tests / f"{n}.yaml").read_text())
-        docs.append({**doc, "rule_files": [str((tests / f).resolve()) for f in doc["rule_files"]]})
+    docs = [batches.load(tests / f"{n}.yaml") for n in BATCH]
     members = [se._tagged_scenario(ALL[n], "cluster", f"{batches.TAG}{k}") for k, n in enumerate(BATCH)]
     together = dataclasses.replace(ALL[BATCH[0]], series=tuple(x for m in members for x in m.series))
     run, failures = se.replay_test(promtool, batches.merged(docs), together, topology.single, tmp_path)
