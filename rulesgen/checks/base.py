@@ -69,6 +69,11 @@ class PlainRule:
     labels: tuple[tuple[str, str], ...]
     node: Node
 
+    def hit(self, path: str, message: str) -> Hit:
+        """A finding about the rule at its expr, its message prefixed by the rule's name."""
+        at = where_of(self.node, "expr")
+        return Hit(path, at.line, at.col, f"{self.alert or self.record}: {message}")
+
 
 @dataclass
 class Files:

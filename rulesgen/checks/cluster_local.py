@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import promql_parser as pp
 
-from ..load.yamlsource import where_of
 from ..promql import tree as promql_tree
 from ..promql.tiers import LOCAL, Classifier
-from .base import FILES, Check, Files, Hit
+from .base import FILES, Check, Files
 
 LABEL_FUNCTIONS = ("label_replace", "label_join")
 
@@ -41,11 +40,10 @@ def run(files: Files):
     for (path, rule), tier in zip(located, tiers):
         why = uses_label(rule.expr, label)
         if why is None and tier.tier != LOCAL:
-            why = f"mixes clusters: {tier.why}" + (f" [{tier.node}]" if tier.node else "")
+            why = f"mixes clusters: {tier.reason}"
         if why is not None:
-            at = where_of(rule.node, "expr")
-            yield Hit(path, at.line, at.col, f"{rule.alert or rule.record}: {why}; keep {label} in every by (...) and "
-                      "on (...), so that each cluster's result depends on its own series only")
+            yield rule.hit(path, f"{why}; keep {label} in every by (...) and on (...), so that each cluster's result "
+                           "depends on its own series only")
 
 
 CHECK = Check("cluster-local", "error", True, "a rule's result for one cluster is computed from that cluster's series "

@@ -6,10 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..load.yamlsource import where_of
 from ..promql import tree as promql_tree
 from ..promql.tiers import GLOBAL, Classifier
-from .base import FILES, Check, Files, Hit
+from .base import FILES, Check, Files
 
 _TIER_DECLARATION = re.compile(r"^# Tier (shard|global) \(", re.M)
 
@@ -42,14 +41,12 @@ def run(files: Files):
             continue
         unseen = [n for n in promql_tree.names_read(rule.expr) if n in global_only]
         if t.tier == GLOBAL:
-            why = f"{t.why}" + (f" [{t.node}]" if t.node else "")
+            why = t.reason
         elif unseen:
             why = f"reads {', '.join(unseen)}, written by the global tier only"
         else:
             continue
-        at = where_of(rule.node, "expr")
-        yield Hit(path, at.line, at.col, f"{rule.alert or rule.record}: declared for the shards but global: {why}; "
-                  "move it to the global tier")
+        yield rule.hit(path, f"declared for the shards but global: {why}; move it to the global tier")
 
 
 CHECK = Check("tier-local", "error", False, "a rule declared for the shards (a `# Tier shard` file) needs the whole "

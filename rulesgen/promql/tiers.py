@@ -50,8 +50,13 @@ class Tier:
     why: str = ""
     node: str = ""
 
+    @property
+    def reason(self) -> str:
+        """why, with the deciding sub-expression."""
+        return self.why + (f" [{self.node}]" if self.node else "")
+
     def __str__(self) -> str:
-        return f"{self.tier}: {self.why}" + (f" [{self.node}]" if self.node else "")
+        return f"{self.tier}: {self.reason}"
 
 
 def partition_labels(settings) -> tuple[str, ...]:
