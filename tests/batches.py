@@ -38,25 +38,38 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_SCENARIOS, MAX_SAMPLES = 8, 2_000_000
 
 
+def tag(k: int) -> str:
+    return f"{TAG}{k}"
+
+
+def untag(labels: dict, label: str = "cluster") -> tuple[int | None, dict]:
+    """(the batch member whose tag `label` carries, None if none; the labels as that scenario alone gives
+    them: the tag taken off, the label dropped where the scenario had none)."""
+    value, _, k = labels.get(label, "").rpartition(TAG)
+    if not k.isdigit():
+        return None, labels
+    return int(k), {key: v for key, v in labels.items() if key != label} | ({label: value} if value else {})
+
+
 def load(path: Path) -> dict:
     """A test document with its rule files made absolute, so it runs from anywhere (a batch's temp folder)."""
     doc = yaml.load(Path(path).read_text(), Loader=_LOADER)
     return {**doc, "rule_files": [str((Path(path).parent / f).resolve()) for f in doc["rule_files"]]}
 
 
-def tagged_series(text: str, label: str, tag: str) -> str:
+def tagged_series(text: str, label: str, suffix: str) -> str:
     name, _, rest = text.partition("{")
     labels = label_set("{" + rest) if rest else {}
-    labels[label] = labels.get(label, "") + tag
+    labels[label] = labels.get(label, "") + suffix
     return name.strip() + "{" + ", ".join(f'{k}="{escape(v)}"' for k, v in labels.items()) + "}"
 
 
-def _scoped(expr: str, label: str, tag: str) -> str:
+def _scoped(expr: str, label: str, suffix: str) -> str:
     """Every ALERTS selector of a query restricted to the scenario's tag (an equality on the label keeps
     its value, tagged)."""
     def one(m: re.Match) -> str:
-        inner = re.sub(rf'\b{re.escape(label)}="((?:[^"\\]|\\.)*)"', lambda v: f'{label}="{v.group(1)}{tag}"', m.group(1))
-        return f'ALERTS{{{label}=~".*{tag}", {inner}}}'
+        inner = re.sub(rf'\b{re.escape(label)}="((?:[^"\\]|\\.)*)"', lambda v: f'{label}="{v.group(1)}{suffix}"', m.group(1))
+        return f'ALERTS{{{label}=~".*{suffix}", {inner}}}'
     return _ALERTS.sub(one, expr)
 
 
@@ -75,9 +88,8 @@ def merged(docs: list[dict], label: str = "cluster") -> dict:
     series, queries, end = [], [], 0
     for i, doc in enumerate(docs):
         (test,) = doc["tests"]
-        tag = f"{TAG}{i}"
-        series += [{**s, "series": tagged_series(s["series"], label, tag)} for s in test["input_series"]]
-        queries += [{**q, "expr": _scoped(q["expr"], label, tag)} for q in test[kind]]
+        series += [{**s, "series": tagged_series(s["series"], label, tag(i))} for s in test["input_series"]]
+        queries += [{**q, "expr": _scoped(q["expr"], label, tag(i))} for q in test[kind]]
         end = max([end, *(parse_duration(str(q["eval_time"])) for q in test[kind])])
     # the guard: an alert of no scenario's tag would escape every scenario's checks
     queries.append({"expr": f'ALERTS{{{label}!~".*{TAG}[0-9]+"}}', "eval_time": f"{end}s", "exp_samples": []})
@@ -111,6 +123,11 @@ def plan(paths: list[Path]) -> list[list[Path]]:
 
 class Batch(tuple):
     """The keys of one job that returns {key: result} (conftest.Replays reads each key's result from it)."""
+
+
+def stems(paths) -> list[Batch]:
+    """plan() as the file stems of each batch: the keys of its job."""
+    return [Batch(p.stem for p in batch) for batch in plan([Path(p) for p in paths])]
 
 
 def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Batch, Callable[[], dict]]:

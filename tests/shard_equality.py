@@ -456,14 +456,15 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
 
 # --- several scenarios in one proof -------------------------------------------------------------------
 
-def _tagged_scenario(scenario: Scenario, label: str, tag: str) -> Scenario:
-    return replace(scenario, series=tuple((batches.tagged_series(s, label, tag), v) for s, v in scenario.series))
-
-
-def _of(labels, label: str) -> int | None:
-    """The batch member an alert's labels name (batches.TAG suffix of `label`), None if none."""
-    _, _, k = dict(labels).get(label, "").rpartition(batches.TAG)
-    return int(k) if k.isdigit() else None
+def tagged_together(scenarios: list[Scenario], label: str) -> tuple[Scenario, list[Scenario]]:
+    """The scenarios as one (their series side by side, member k's tagged batches.tag(k) on `label`, the
+    longest duration) and each member tagged."""
+    members = [replace(s, series=tuple((batches.tagged_series(x, label, batches.tag(k)), v) for x, v in s.series))
+               for k, s in enumerate(scenarios)]
+    together = replace(scenarios[0], name="batch: " + ", ".join(s.name for s in scenarios),
+                       series=tuple(x for m in members for x in m.series), duration=max(s.duration for s in scenarios),
+                       expect=())
+    return together, members
 
 
 def _members(verdict: Verdict, scenarios: list[Scenario], label: str) -> dict[str, Verdict]:
@@ -471,9 +472,13 @@ def _members(verdict: Verdict, scenarios: list[Scenario], label: str) -> dict[st
     failure naming no member's, the batch's guard, goes to every member)."""
     out = {}
     for k, s in enumerate(scenarios):
-        mine = lambda items: tuple((t, a) for t, a in items if t <= s.duration and _of(a, label) == k)  # noqa: E731
-        named = [f for f in verdict.expectations if k in {int(n) for n in re.findall(re.escape(batches.TAG) + r"(\d+)", f)}
-                 or not re.search(re.escape(batches.TAG) + r"\d", f)]
+        mine = lambda items: tuple((t, a) for t, a in items  # noqa: E731
+                                   if t <= s.duration and batches.untag(dict(a), label)[0] == k)
+        named = []
+        for f in verdict.expectations:
+            tags = {int(n) for n in re.findall(re.escape(batches.TAG) + r"(\d+)", f)}
+            if k in tags or not tags:
+                named.append(f)
         out[s.name] = Verdict(s.name, s.duration // s.evaluation_interval + 1, mine(verdict.extra), mine(verdict.missing),
                               verdict.forwarded_series, verdict.reference_alerts, tuple(named))
     return out
@@ -488,11 +493,8 @@ def compare_batch(promtool: str, scenarios: list[Scenario], topology: Topology, 
     verdicts: dict[str, Verdict] = {}
     if len(scenarios) > 1:
         label = topology.tag_label
-        members = [_tagged_scenario(s, label, f"{batches.TAG}{k}") for k, s in enumerate(scenarios)]
+        together, members = tagged_together(scenarios, label)
         halves = [[x for m in members for x in split(m)[i]] for i in range(2)]
-        together = replace(scenarios[0], name="batch: " + ", ".join(s.name for s in scenarios),
-                           series=tuple(x for m in members for x in m.series),
-                           duration=max(s.duration for s in scenarios), expect=())
         try:
             verdicts = _members(compare(promtool, together, topology, workdir,
                                         batches.merged([batches.load(p) for p in reference_tests], label), halves),

@@ -119,25 +119,19 @@ def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdi
         doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
         doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)] + [
             _onset_listing(s, i, e) for i, e in enumerate(s.expect) if promtool_tests.repeats(s, e)]
-    if len(docs) == 1:
+    if len(docs) > 1:
+        try:
+            run, failures = se._run(promtool, batches.merged(docs), workdir, "holds")
+        except RuntimeError:
+            failures = ("promtool refused the batch",)
+        if failures:
+            return [first_firings(promtool, [f], [s], workdir)[0] for f, s in zip(test_files, scenarios)]
+    else:
         run, failures = se._run(promtool, docs[0], workdir, "holds")
         assert not failures, failures
-        return [_firsts(scenarios[0], [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()])]
-    try:
-        run, failures = se._run(promtool, batches.merged(docs), workdir, "holds")
-    except RuntimeError:
-        failures = ("promtool refused the batch",)
-    if failures:
-        return [first_firings(promtool, [f], [s], workdir)[0] for f, s in zip(test_files, scenarios)]
-    listed = [(dict(labels), min(points.values())) for (_, labels), points in run.samples.items()]
-    return [_firsts(s, [(_untagged(labels, k), t) for labels, t in listed if se._of(labels.items(), "cluster") == k])
+    listed = [(*batches.untag(dict(labels)), min(points.values())) for (_, labels), points in run.samples.items()]
+    return [_firsts(s, [(labels, t) for member, labels, t in listed if member == (k if len(docs) > 1 else None)])
             for k, s in enumerate(scenarios)]
-
-
-def _untagged(labels: dict, k: int) -> dict:
-    """An alert's labels as its scenario alone gives them: batch member k's tag off the cluster label."""
-    value = labels["cluster"].removesuffix(f"{batches.TAG}{k}")
-    return {key: v for key, v in labels.items() if key != "cluster"} | ({"cluster": value} if value else {})
 
 
 def _firsts(s, firsts: list[tuple[dict, int]]) -> list[int | None]:
@@ -158,8 +152,7 @@ def hold_runs(request):
         work.mkdir()
         return dict(zip(names, first_firings(promtool, [tests / f"{n}.yaml" for n in names], [SCENARIOS[n] for n in names],
                                              work)))
-    return {names: (lambda names=names: job(names))
-            for names in (batches.Batch(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in SAMPLE]))}
+    return {names: (lambda names=names: job(names)) for names in batches.stems([tests / f"{n}.yaml" for n in SAMPLE])}
 
 
 def _key(s, e) -> str:

@@ -9,7 +9,6 @@ the harness can fail; RULESGEN_SHARDING=modes (a quicker loop): the cross-shard 
 once caught and one scenario for each failure mode they leave. The one-server replay is the scenario's own
 promtool test, so CI's tests/test_scenarios.py leaves those scenarios to this file
 (RULESGEN_SCENARIOS=rest-not-sharded)."""
-import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -152,8 +151,7 @@ def sharding_verdicts(request):
             return se.compare_batch(promtool, [ALL[n] for n in names], topology, Path(tmp),
                                     [tests / f"{n}.yaml" for n in names])
 
-    return {names: (lambda names=names: job(names))
-            for names in (batches.Batch(p.stem for p in b) for b in batches.plan([tests / f"{n}.yaml" for n in sorted(chosen)]))}
+    return {names: (lambda names=names: job(names)) for names in batches.stems([tests / f"{n}.yaml" for n in sorted(chosen)])}
 
 
 @pytest.mark.equality
@@ -249,14 +247,11 @@ def test_a_batch_replays_each_scenario_as_its_own_run(rendered, promtool, tmp_pa
     suffix on the cluster label) gives each scenario, step for step, the alerts of its own replay."""
     topology, tests = se.rendered_topology(rendered), rendered / "tests" / "promtool"
     docs = [batches.load(tests / f"{n}.yaml") for n in BATCH]
-    members = [se._tagged_scenario(ALL[n], "cluster", f"{batches.TAG}{k}") for k, n in enumerate(BATCH)]
-    together = dataclasses.replace(ALL[BATCH[0]], series=tuple(x for m in members for x in m.series))
+    together, _ = se.tagged_together([ALL[n] for n in BATCH], "cluster")
     run, failures = se.replay_test(promtool, batches.merged(docs), together, topology.single, tmp_path)
     assert not failures
     for k, name in enumerate(BATCH):
         own, _ = se.replay_test(promtool, tests / f"{name}.yaml", ALL[name], topology.single, tmp_path)
-        untagged = lambda a: tuple((lab, v.removesuffix(f"{batches.TAG}{k}")) for lab, v in a  # noqa: E731
-                                   if lab != "cluster" or v != f"{batches.TAG}{k}")  # an absent label stays absent
-        in_batch = {t: {untagged(a) for a in alerts if se._of(a, "cluster") == k}
-                    for t, alerts in se.alerts(run, "shard").items()}
+        in_batch = {t: {tuple(sorted(labels.items())) for member, labels in map(batches.untag, map(dict, alerts))
+                        if member == k} for t, alerts in se.alerts(run, "shard").items()}
         assert {t: a for t, a in in_batch.items() if a} == se.alerts(own, "shard") != {}, name

@@ -19,8 +19,10 @@ def _rewrites(e, label: str) -> bool:
     """A label_replace/label_join that writes or reads the cluster label."""
     if not (isinstance(e, pp.Call) and e.func.name in LABEL_FUNCTIONS):
         return False
+    # label_replace(v, dst, replacement, src, regex); label_join(v, dst, separator, src...)
     names = [a.val for a in e.args[1:] if isinstance(a, pp.StringLiteral)]
-    return e.func.name == "label_join" and label in names[2:] or label in names[:1] + names[2:3]
+    touched = names[:1] + (names[2:3] if e.func.name == "label_replace" else names[2:])
+    return label in touched
 
 
 def uses_label(expr: str, label: str) -> str | None:
