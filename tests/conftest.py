@@ -1,8 +1,8 @@
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 pytest.register_assert_rewrite("gitops")  # a fixture plugin the test modules also import from
 
-import second_process  # noqa: E402  (tests/ is on sys.path: pytest puts the conftest folder there)
 from rulesgen.engines.tools import find_tool  # noqa: E402
 
 
@@ -25,16 +24,13 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "vmalert": ("vmalert", "vmalert"),
             "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
-# Every replay_fixture (a session fixture whose jobs run in the pool below) and the engine mark its tests get;
-# None: its jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py), and they take
-# their environment when submitted, so that run_cli may change os.environ while they run.
+# Every replay_fixture (a session fixture: {case: result}, each case run when a test first reads it) and the
+# engine mark its tests get; None: its jobs run no engine (rulesgen's own processes: tests/test_render.py).
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
                    "vmalert_results": "vmalert", "sharding_verdicts": "promtool", "one_shard_runs": "promtool",
-                   "regrouped_alerts": "promtool", "hold_runs": "promtool", "interrupted": None,
-                   "rendered_elsewhere": None}
+                   "regrouped_alerts": "promtool", "hold_runs": "promtool", "rendered_elsewhere": None}
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
                 **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
-SELECTED = pytest.StashKey[dict]()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -43,55 +39,33 @@ def pytest_collection_modifyitems(config, items):
         marks = {ENGINE_MARKS[f] for f in item.fixturenames if f in ENGINE_MARKS}
         for mark in sorted(marks | ({"engines"} if marks else set())):
             item.add_marker(getattr(pytest.mark, mark))
-
-
-class _SelectionRecorder:
-    """After -k and -m have deselected: which parameter values each module's tests still use, so a
-    session fixture replays only the scenarios that were selected."""
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config, items):
-        chosen: dict = {}
-        for item in items:
-            spec = getattr(item, "callspec", None)
-            if spec is not None:
-                chosen.setdefault((item.module.__name__, item.originalname), set()).add(spec.id)
-        config.stash[SELECTED] = chosen
-        # The tests that wait on the pool run last (stable, otherwise in file order): the in-process tests
-        # run meanwhile, instead of waiting for jobs that the second core finishes during them.
-        items.sort(key=lambda item: any(f in REPLAY_FIXTURES for f in item.fixturenames))
+    # The replays first (stable, otherwise in file order): pytest-xdist hands tests out in this order, so the
+    # long ones start early and the many short in-process tests fill the cores around them at the end.
+    items.sort(key=lambda item: not any(f in REPLAY_FIXTURES for f in item.fixturenames))
+    if config.getoption("--marks-to"):  # before -m deselects: every collected test (tests/test_selections.py)
+        Path(config.getoption("--marks-to")).write_text(json.dumps(
+            {item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in items}))
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-first-firing", action="store_true",
                      help="rewrite tests/first_firing.yaml from this run (tests/test_holds.py)")
+    parser.addoption("--marks-to", metavar="FILE", help="write {test id: its marks} of every collected test to FILE")
 
 
-def pytest_configure(config):
-    config.pluginmanager.register(_SelectionRecorder(), "rulesgen-selection")
-    second_process.register(config)
-
-
-def selected(config, module: str, test: str) -> set:
-    """Parameter ids of the selected cases of the parametrized `test` in `module` (empty: none)."""
-    return config.stash.get(SELECTED, {}).get((module, test), set())
-
-
-def replay_choice(variable: str, every: list, quick: list, default: str = "quick",
-                  more: dict[str, Callable[[], list]] | None = None) -> list:
-    """The cases a replay test runs, by environment variable: `quick` (what `make test` replays), `all`,
-    `rest` (all but quick: CI's *-all targets after make test has replayed quick, REPLAY=rest), or one of
-    `more` (name: the cases, computed only when chosen)."""
-    choice = os.environ.get(variable, default).strip()
-    more = more or {}
-    if choice == "all":
-        return list(every)
-    if choice == "rest":
-        return [case for case in every if case not in quick]
-    if choice in more:
-        return more[choice]()
-    assert choice == default, f"{variable}={choice!r}: expected {default}, all, rest{''.join(', ' + m for m in more)}"
-    return list(quick)
+def replay_cases(every, quick, marks: Callable[[object], tuple] = lambda case: (), ids=None) -> list:
+    """Every case of a replay test as a parameter (a tuple case: one value per argument); those outside
+    `quick` carry the `slow` mark. `make test` deselects them (-m "not slow": it replays quick), and CI's
+    *-all targets select them (-m slow: the rest): what is not selected is not collected, never a skip.
+    `marks(case)`: further marks of a case; `ids(case)`: its id."""
+    every, quick = list(every), list(quick)
+    assert all(case in every for case in quick), [case for case in quick if case not in every]
+    out = []
+    for case in every:
+        values = case if isinstance(case, tuple) else (case,)
+        slow = () if case in quick else (pytest.mark.slow,)
+        out.append(pytest.param(*values, marks=(*slow, *marks(case)), id=None if ids is None else ids(case)))
+    return out
 
 
 def errors_of(fn, *args) -> list[str]:
@@ -156,68 +130,35 @@ def rendered_outputs(tmp_path_factory):
     return _render_into(tmp_path_factory, "outputs")
 
 
-# --- scenario replays: one pool, started with the session ------------------------------------------
-# Every replay of a scenario file (promtool 3.5, the dialect cells, promtool 2.42, vmalert-tool) is a job
-# in one pool of cpu_count workers, submitted when the session starts, in the order pytest reads the
-# results (test files in name order; within one, the largest files first): the model and builder tests
-# run in the main thread meanwhile, and no core waits for the slowest file of one engine's batch.
-_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="replay")
-_REPLAYS: dict[str, Callable] = {}  # fixture name -> (session request -> {key: job})
-_STARTED: dict[str, "Replays"] = {}
-
+# --- scenario replays ------------------------------------------------------------------------------
+# Every replay of a scenario file (promtool 3.5, the dialect cells, promtool 2.42, vmalert-tool) runs in the
+# test that reads it, in whichever pytest-xdist worker runs that test (`make test` runs `-n 2`: one worker
+# per core); the replay tests are collected first, so the workers start on them.
 
 class Replays(Mapping):
-    """{key: result of job} with every job running in the shared pool; reading a key waits for its job."""
+    """{key: result of job}: a job runs when its key is first read, in the reading test's process, and its
+    result is kept for the session (tests reading the same key share one run: an xdist_group keeps them in
+    one worker)."""
 
     def __init__(self, jobs: dict[str, Callable[[], object]]):
-        self._futures = {key: _POOL.submit(job) for key, job in jobs.items()}
+        self._jobs, self._results = jobs, {}
 
     def __getitem__(self, key):
-        return self._futures[key].result()
+        if key not in self._results:
+            self._results[key] = self._jobs[key]()
+        return self._results[key]
 
     def __iter__(self):
-        return iter(self._futures)
+        return iter(self._jobs)
 
     def __len__(self):
-        return len(self._futures)
-
-    def futures(self):
-        return self._futures.values()
+        return len(self._jobs)
 
 
 def replay_fixture(jobs_of: Callable) -> Callable:
-    """A session fixture named like `jobs_of`: Replays of the jobs jobs_of(request) returns. The jobs start
-    with the session when any selected test uses the fixture."""
-    name = jobs_of.__name__
-    _REPLAYS[name] = jobs_of
-    return pytest.fixture(scope="session", name=name)(lambda request: _started(name, request))
-
-
-def _started(name: str, request) -> Replays:
-    if name not in _STARTED:
-        _STARTED[name] = Replays(_REPLAYS[name](request))
-    return _STARTED[name]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _start_replays(request):
-    used = {n for item in request.session.items for n in item.fixturenames}
-    for name in _REPLAYS:  # registered at import: in the order pytest collects the test files
-        if name in used:
-            try:
-                _started(name, request)
-            except (Exception, pytest.fail.Exception, pytest.skip.Exception):
-                pass  # e.g. a missing tool: the tests that use the fixture report it, the others run
-
-
-def pytest_sessionfinish(session):
-    """Drop the replays no test waited for (an interrupted or -x run), so the session ends now."""
-    _POOL.shutdown(wait=False, cancel_futures=True)
-
-
-def largest_first(paths) -> list[Path]:
-    """Bigger scenario files replay longer: started first, they do not leave one core alone at the end."""
-    return sorted(paths, key=lambda p: -Path(p).stat().st_size)
+    """A session fixture named like `jobs_of`: Replays of the jobs jobs_of(request) returns (cheap to
+    build: a job does its work when a test reads its key)."""
+    return pytest.fixture(scope="session", name=jobs_of.__name__)(lambda request: Replays(jobs_of(request)))
 
 
 def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
@@ -240,7 +181,7 @@ def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
 
 
 def replay_env() -> dict:
-    """promtool's environment in the pool: every core already runs one replay, so one Go thread each and a
+    """promtool's environment in a test: every core already runs one pytest worker, so one Go thread each and a
     lazier GC (measured: 8-13% less CPU per scenario than GOGC=400 alone, at up to 1.4 GB per process on
     the 9-day baseline scenarios). `rulesgen replay` keeps its lighter default for users' machines."""
     from rulesgen.engines.replay import promtool_env
@@ -254,16 +195,13 @@ def promtool_jobs(promtool: str, paths) -> dict:
                               env=replay_env())
         return proc.returncode, proc.stdout + proc.stderr
 
-    return {Path(p).stem: (lambda p=p: job(p)) for p in largest_first(paths)}
+    return {Path(p).stem: (lambda p=p: job(p)) for p in paths}
 
 
 def run_cli(*args, cwd=ROOT, env=None):
     """`rulesgen *args` run from `cwd`: (returncode, stdout, stderr) as the command gives them. In this
     process (click's runner: no interpreter start-up, modules and parsed templates already loaded), with
-    `env` as the environment for the while; as a process of its own when `env` is given while a replay
-    runs beside (its threads read os.environ when they start a tool)."""
-    if env is not None and not _replays_idle():
-        return run_cli_process(*args, cwd=cwd, env=env)
+    `env` as the environment for the while."""
     return _run_cli_here(list(args), Path(cwd), env)
 
 
@@ -275,16 +213,8 @@ def run_cli_process(*args, cwd=ROOT, env=None):
     return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
 
 
-def _replays_idle() -> bool:
-    """No job that reads os.environ while it runs is running: the engine replays'. The engine-free ones (mark
-    None in REPLAY_FIXTURES) take their environment when they are submitted."""
-    return all(f.done() for name, replays in _STARTED.items() if REPLAY_FIXTURES[name] is not None
-               for f in replays.futures())
-
-
 def _run_cli_here(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The command in this process, from `cwd` (the replay pool's threads never depend on the working
-    directory: their files are absolute or their cwd is explicit), with `env` as os.environ meanwhile
+    """The command in this process, from `cwd`, with `env` as os.environ meanwhile
     (click's runner puts it back). The signal handlers the command installs are put back; an exception
     the command did not handle is printed to stderr with exit 1, as the interpreter would."""
     import signal
