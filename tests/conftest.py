@@ -39,12 +39,22 @@ def pytest_collection_modifyitems(config, items):
         marks = {ENGINE_MARKS[f] for f in item.fixturenames if f in ENGINE_MARKS}
         for mark in sorted(marks | ({"engines"} if marks else set())):
             item.add_marker(getattr(pytest.mark, mark))
-    # The replays first (stable, otherwise in file order): pytest-xdist hands tests out in this order, so the
-    # long ones start early and the many short in-process tests fill the cores around them at the end.
-    items.sort(key=lambda item: not any(f in REPLAY_FIXTURES for f in item.fixturenames))
+    # The replays first, those of the biggest scenario files first (stable, otherwise in file order): pytest-xdist
+    # hands tests out in this order, so the long ones start early and the short ones fill the cores at the end.
+    items.sort(key=lambda item: (not any(f in REPLAY_FIXTURES for f in item.fixturenames), -_scenario_size(item)))
     if config.getoption("--marks-to"):  # before -m deselects: every collected test (tests/test_selections.py)
         Path(config.getoption("--marks-to")).write_text(json.dumps(
             {item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in items}))
+
+
+def _scenario_size(item) -> int:
+    """The size of the scenario file a replay test's first parameter names (`name` or `name@dialect`), else 0."""
+    spec = getattr(item, "callspec", None)
+    first = next(iter(spec.params.values()), None) if spec else None
+    if not isinstance(first, str):
+        return 0
+    path = ROOT / "fixtures" / "scenarios" / f"{first.split('@')[0]}.yaml"
+    return path.stat().st_size if path.is_file() else 0
 
 
 def pytest_addoption(parser):

@@ -2,6 +2,7 @@
 runs every test: the union of .ci/run's targets is the whole suite. An unselected case is not collected,
 never a skip, so a broken selection cannot pass as a row of skips."""
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -39,8 +40,9 @@ def every_test() -> dict[str, set[str]]:
 
 def pytest_args(target: str, *variables: str) -> list[str]:
     """The arguments the make target gives pytest (make -n: printed, not run)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # not a calling make's
     proc = subprocess.run(["make", "-n", "--no-print-directory", target, *variables], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     (line,) = [line for line in proc.stdout.splitlines() if " -m pytest" in line]
     return shlex.split(line.split(" -m pytest", 1)[1])
@@ -55,7 +57,7 @@ def selects(args: list[str], tests: dict[str, set[str]]) -> set[str]:
         arg = args.pop(0)
         if arg == "-m":
             marks = args.pop(0)
-        elif arg in ("-n", "--dist"):
+        elif arg in ("-n", "--dist", "-p", "-k", "-o", "--durations"):  # an option and its value
             args.pop(0)
         elif not arg.startswith("-"):
             paths.append(arg)
@@ -110,4 +112,5 @@ def test_the_selection_reading_would_see_a_target_that_drops_a_case():
     assert selects(["-m", "slow", VM], tests) == {f"{VM}[a]"}
     assert selects(["-m", "not slow", VM], tests) == {f"{VM}[b]"}
     assert selects(["-m", "slow", "tests/test_victoriametrics.py::test_other"], tests) == set()
+    assert selects(["-p", "no:cacheprovider", "-m", "slow", VM], tests) == {f"{VM}[a]"}  # an option's value is no path
     assert selects([], tests) == {f"{VM}[b]", "tests/test_x.py::test_y"}  # pyproject's addopts: not slow
