@@ -4,9 +4,19 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# The *-all targets replay every case by default; REPLAY=rest leaves out what `make test` replays (CI runs
-# them after make test has passed).
+# pytest with the engines on PATH, its tests spread over the cores by pytest-xdist (one worker per core;
+# tests that share one expensive run carry an xdist_group mark and land in one worker).
+PYTEST = PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
+XDIST  ?= -n auto --dist loadgroup
+
+# The *-all targets replay every case by default (REPLAY=all); REPLAY=rest: only the cases `make test`
+# leaves out (marker slow; CI runs them after make test has passed); REPLAY=rest-not-sharded: and not the
+# scenarios whose promtool test the equality proof replays (marker sharded: make test-sharding).
 REPLAY ?= all
+MARK_all               := not live
+MARK_rest              := slow
+MARK_rest-not-sharded  := slow and not sharded
+SELECT = -m "$(or $(MARK_$(REPLAY)),$(error REPLAY=$(REPLAY): expected all, rest or rest-not-sharded))"
 
 .PHONY: render test pictures test-live test-package test-sharding test-interrupts-all test-vm-all test-dialects-all test-2.42-all test-scenarios-all check bench tools fixtures mutants clean
 
@@ -28,7 +38,7 @@ check: $(STAMP)
 test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
 	$(BIN)/ruff check --quiet rulesgen tests scripts fixtures benchmarks
-	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
+	$(PYTEST) $(XDIST)
 
 # Pictures of the dashboards for docs/dashboards.md (scripts/dashboard_pictures.py: their layout drawn with matplotlib,
 # filled by one scenario replayed through promtool; a few minutes, not part of make check or make test).
@@ -38,43 +48,41 @@ pictures: $(STAMP) tools
 # An alert's whole trip through running servers (synthetic dcgm-exporter -> Prometheus 3.5, and
 # victoria-metrics + vmalert -> Alertmanager -> webhook): ~18 minutes, both engines at once; writes benchmarks/results/live-latency.md.
 test-live: $(STAMP) tools
-	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -s -m live tests/live
+	$(PYTEST) -q -s -m live tests/live
 
 # The built wheel installed into a fresh venv and used as users use it, and a repository `rulesgen init`
 # scaffolds running its own `make test` (marker package, tests/test_package.py and tests/test_delivery.py):
 # about 2 minutes on 2 cores, mostly pip; CI runs it.
 test-package: $(STAMP) tools
-	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m package tests/test_package.py tests/test_delivery.py
+	$(PYTEST) -q -m package tests/test_package.py tests/test_delivery.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
-# multi-node scenario (tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the global tier, as
-# .ci/run does; quicker loops: RULESGEN_SHARDING=ci: the cross-shard scenarios; =found: and those the proof
-# once caught; =modes: and one scenario for each failure mode they leave, about 16 minutes), the regrouped
-# files against the unsplit ones, one shard plus the global tier. make test runs none of them. The one-server replay of a scenario is its own
-# promtool test: REPLAY=rest-not-sharded (with the same RULESGEN_SHARDING) leaves those to test-sharding.
+# multi-node scenario (tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the
+# global tier), the regrouped files against the unsplit ones, one shard plus the global tier. make test runs
+# none of them; a quicker loop: pytest -m sharding_quick tests/test_sharding.py. The one-server replay of a
+# scenario is its own promtool test: make test-scenarios-all REPLAY=rest-not-sharded leaves those to this target.
+test-sharding: $(STAMP) tools
+	$(PYTEST) $(XDIST) -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
+
 # An interrupt after every rename of a render's commit phase (make test interrupts a spread of them): ~30 s.
 test-interrupts-all: $(STAMP)
-	RULESGEN_EVERY_RENAME=1 $(BIN)/python -m pytest -q tests/test_interrupts.py -k every_rename
-
-test-sharding: $(STAMP) tools
-	RULESGEN_SHARDING=$(or $(RULESGEN_SHARDING),all) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_interrupts.py::test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary
 
 # Every scenario on vmalert-tool (make test runs a subset): CI's longest suite, about 28 minutes there (beside the live test).
 test-vm-all: $(STAMP) tools
-	RULESGEN_VM_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_victoriametrics.py -k passes_vmalert_tool
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_victoriametrics.py::test_scenario_passes_vmalert_tool
 
-# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~20 minutes on 2 cores;
-# REPLAY=rest-not-sharded: all but QUICK and the scenarios make test-sharding replays (same RULESGEN_SHARDING).
+# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~20 minutes on 2 cores.
 test-scenarios-all: $(STAMP) tools
-	RULESGEN_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_scenarios.py -k passes_in_promtool
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_scenarios.py::test_scenario_passes_in_promtool
 
 # The whole promtool 2.42 subset (make test runs one of its six scenarios): ~1 minute on 2 cores.
 test-2.42-all: $(STAMP) tools
-	RULESGEN_242_SCENARIOS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_engines.py -k passes_on_promtool_2_42
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_engines.py::test_scenario_passes_on_promtool_2_42
 
 # Every dialect cell on promtool (make test runs one per dialect): ~2 minutes on 2 cores.
 test-dialects-all: $(STAMP) tools
-	RULESGEN_DIALECT_CELLS=$(REPLAY) PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest -q tests/test_dialects.py -k passes_in_dialect
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_dialects.py::test_scenario_passes_in_dialect
 
 # Fleet benchmark (benchmarks/fleet.py, ~35 min on 2 cores): override e.g. FLEET_ARGS="--gpus 16 --days 2".
 FLEET_ARGS ?= --gpus 800 --days 14 --prom-backfill-days 0

@@ -15,6 +15,7 @@ it (and a batch the engine refuses, e.g. a query over promtool's 10,000-sample l
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -36,6 +37,8 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # vmalert-tool sends every input in one remote write, refused past 32 MB uncompressed (measured: 2,136
 # series of 8-9 days at 5m, about 5.5 million samples, were 34.5 MB, and nothing was ingested).
 MAX_SCENARIOS, MAX_SAMPLES = 8, 2_000_000
+SCENARIO_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "scenarios"
+_HEADER = re.compile(r"^(interval|evaluation_interval|duration): *'?([0-9a-z]+)'?$", re.M)
 
 
 def tag(k: int) -> str:
@@ -98,27 +101,56 @@ def merged(docs: list[dict], label: str = "cluster") -> dict:
                        "interval": first["tests"][0]["interval"], "input_series": series, kind: queries}]}
 
 
+def _cut(items, key: Callable, length: Callable) -> list[list]:
+    """items by key, shortest first (length: (end, samples)), cut at MAX_SCENARIOS or MAX_SAMPLES."""
+    out = []
+    for _, group in itertools.groupby(sorted(items, key=lambda i: (key(i), length(i))), key=key):
+        batch, size = [], 0
+        for i in group:
+            n = length(i)[1]
+            if batch and (len(batch) == MAX_SCENARIOS or size + n > MAX_SAMPLES):
+                out.append(batch)
+                batch, size = [], 0
+            batch.append(i)
+            size += n
+        out.append(batch)
+    return out
+
+
 def plan(paths: list[Path]) -> list[list[Path]]:
     """The files in batches: those that can share a run (_key), by length then size, cut at MAX_SCENARIOS
-    or MAX_SAMPLES; the largest batches first (they start first in the pool)."""
+    or MAX_SAMPLES; the largest batches first."""
     docs = {p: yaml.load(Path(p).read_text(), Loader=_LOADER) for p in paths}
 
     def length(p):
         (test,) = docs[p]["tests"]
         end = max(parse_duration(str(q["eval_time"])) for q in test[_key(docs[p])[-1]])
         return end, len(test["input_series"]) * (end // parse_duration(str(test["interval"])) + 1)
-    out = []
-    for _, group in itertools.groupby(sorted(paths, key=lambda p: (_key(docs[p]), length(p))), key=lambda p: _key(docs[p])):
-        batch, size = [], 0
-        for p in group:
-            n = length(p)[1]
-            if batch and (len(batch) == MAX_SCENARIOS or size + n > MAX_SAMPLES):
-                out.append(batch)
-                batch, size = [], 0
-            batch.append(p)
-            size += n
-        out.append(batch)
+    out = _cut(paths, lambda p: _key(docs[p]), length)
     return sorted(out, key=lambda b: -sum(Path(p).stat().st_size for p in b))
+
+
+def scenario_file(key: str) -> Path:
+    """The scenario file a test key names (`name`, or `name@dialect` for a dialect cell)."""
+    return SCENARIO_DIR / f"{key.split('@')[0]}.yaml"
+
+
+@functools.cache
+def _header(key: str) -> tuple[tuple, tuple[int, int]]:
+    """(intervals, (duration, samples)) of the key's scenario, from its file's header lines (no YAML parse)."""
+    path = scenario_file(key)
+    if not path.is_file():
+        return (), (0, 0)
+    text = path.read_text()
+    field = {m.group(1): parse_duration(m.group(2)) for m in _HEADER.finditer(text)}
+    end, step = field.get("duration", 0), field.get("interval", 60) or 60
+    return (field.get("interval"), field.get("evaluation_interval")), (end, text.count("\n- series:") * (end // step + 1))
+
+
+def groups(keys) -> list[list[str]]:
+    """The test keys (scenario names) as the batches plan() would make of their rendered files, estimated from
+    the scenario files before any render (conftest marks each group's tests for one pytest-xdist worker)."""
+    return _cut(sorted(keys), lambda k: _header(k)[0], lambda k: _header(k)[1])
 
 
 class Batch(tuple):

@@ -1,8 +1,8 @@
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,8 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 pytest.register_assert_rewrite("gitops")  # a fixture plugin the test modules also import from
 
-import batches  # noqa: E402
-import second_process  # noqa: E402  (tests/ is on sys.path: pytest puts the conftest folder there)
+import batches  # noqa: E402  (tests/ is on sys.path: pytest puts the conftest folder there)
 from rulesgen.engines.tools import find_tool  # noqa: E402
 
 
@@ -26,16 +25,21 @@ BINARIES = {"promtool": ("promtool", "promtool"), "promtool_2_42": ("promtool-2.
             "vmalert": ("vmalert", "vmalert"),
             "vmalert_tool": ("vmalert-tool", "vmalert"), "victoria_metrics": ("victoria-metrics", "victoriametrics"),
             "alertmanager_bin": ("alertmanager", "alertmanager"), "amtool": ("amtool", "alertmanager")}
-# Every replay_fixture (a session fixture whose jobs run in the pool below) and the engine mark its tests get;
-# None: its jobs run no engine (rulesgen's own processes: tests/test_interrupts.py, test_render.py), and they take
-# their environment when submitted, so that run_cli may change os.environ while they run.
+# Every replay_fixture ({key: result}, a key's job run when a test first reads it) and the engine mark its
+# tests get; None: its jobs run no engine (rulesgen's own process: tests/test_render.py). BATCHED: those whose
+# keys are scenario files run several to an engine run (tests/batches.py): the tests reading one batch carry
+# one xdist_group mark, so that one pytest-xdist worker runs them and the batch once.
 REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool", "results_on_2_42": "promtool",
                    "vmalert_results": "vmalert", "sharding_verdicts": "promtool", "one_shard_runs": "promtool",
-                   "regrouped_alerts": "promtool", "hold_runs": "promtool", "interrupted": None,
-                   "rendered_elsewhere": None}
+                   "regrouped_alerts": "promtool", "hold_runs": "promtool", "rendered_elsewhere": None}
+BATCHED = ("promtool_results", "matrix_results", "results_on_2_42", "vmalert_results", "sharding_verdicts", "hold_runs")
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
                 **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
 SELECTED = pytest.StashKey[dict]()
+BATCH_OF = pytest.StashKey[dict]()  # {(fixture, key): the selected keys of its batch}
+_GROUP = pytest.StashKey[dict]()    # {(fixture, key): its xdist_group}, before deselection
+UNGROUPED = pytest.StashKey[str]()
+SELECTING = {"slow", "sharded"}     # the marks by which the make targets select replays (Makefile: REPLAY)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -44,33 +48,77 @@ def pytest_collection_modifyitems(config, items):
         marks = {ENGINE_MARKS[f] for f in item.fixturenames if f in ENGINE_MARKS}
         for mark in sorted(marks | ({"engines"} if marks else set())):
             item.add_marker(getattr(pytest.mark, mark))
+    weight = _group_batches(config, items)
+    # The replays first, the heaviest batches first (stable, otherwise in file order): pytest-xdist hands the
+    # tests out in this order, so the long runs start early and the short tests fill the cores at the end.
+    items.sort(key=lambda item: (not any(f in REPLAY_FIXTURES for f in item.fixturenames), -weight.get(item.nodeid, 0)))
+    if config.getoption("--marks-to"):  # before -m deselects: every collected test (tests/test_selections.py)
+        Path(config.getoption("--marks-to")).write_text(json.dumps(
+            {item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in items}))
+
+
+def _group_batches(config, items) -> dict[str, int]:
+    """Mark the tests of each batch with one xdist_group, and return {test id: its batch's weight}. A batch:
+    the scenario keys (the parameter ids) of one BATCHED fixture whose tests carry the same SELECTING marks (so
+    that the make targets' -m take whole batches; xdist reads the groups before -m deselects), cut as tests/batches.py cuts the rendered files, from the scenario
+    files' headers (an estimate: the replay plans again on what it reads, within the batch)."""
+    classes: dict[tuple, dict[str, list]] = {}
+    for item in items:
+        fixture = next((f for f in BATCHED if f in item.fixturenames), None)
+        spec = getattr(item, "callspec", None)
+        if fixture is not None and spec is not None:
+            marks = tuple(sorted({m.name for m in item.iter_markers()} & SELECTING))
+            classes.setdefault((fixture, marks), {}).setdefault(spec.id, []).append(item)
+    groups, weight = {}, {}
+    for n, ((fixture, _), by_key) in enumerate(classes.items()):
+        for k, keys in enumerate(batches.groups(by_key)):
+            name = f"{fixture}-{n}-{k}"
+            size = sum(batches.scenario_file(key).stat().st_size for key in keys if batches.scenario_file(key).is_file())
+            for key in keys:
+                groups[(fixture, key)] = name
+                for item in by_key[key]:
+                    item.add_marker(pytest.mark.xdist_group(name))
+                    weight[item.nodeid] = size
+    config.stash[_GROUP] = groups
+    return weight
 
 
 class _SelectionRecorder:
-    """After -k and -m have deselected: which parameter values each module's tests still use, so a
-    session fixture replays only the scenarios that were selected."""
+    """After -k and -m have deselected: which parameter values each module's tests still use (a session
+    fixture builds only what was selected), and the selected keys of each batch."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
         chosen: dict = {}
+        members: dict = {}
+        groups = config.stash.get(_GROUP, {})
         for item in items:
             spec = getattr(item, "callspec", None)
             if spec is not None:
                 chosen.setdefault((item.module.__name__, item.originalname), set()).add(spec.id)
+                for fixture in BATCHED:
+                    if (fixture, spec.id) in groups and fixture in item.fixturenames:
+                        members.setdefault(groups[(fixture, spec.id)], set()).add((fixture, spec.id))
         config.stash[SELECTED] = chosen
-        # The tests that wait on the pool run last (stable, otherwise in file order): the in-process tests
-        # run meanwhile, instead of waiting for jobs that the second core finishes during them.
-        items.sort(key=lambda item: any(f in REPLAY_FIXTURES for f in item.fixturenames))
+        # Under --dist loadgroup, pytest-xdist (whose hook ran before this one) put each test's xdist_group in its
+        # id, where its scheduler reads it; where it could not, each worker would run the batches: the replays fail.
+        lost = [i.nodeid for i in items if (mark := i.get_closest_marker("xdist_group"))
+                and not i.nodeid.endswith(f"@{mark.args[0]}")]
+        if getattr(config.option, "loadgroup", False) and lost:
+            config.stash[UNGROUPED] = (f"pytest-xdist did not group {len(lost)} tests (e.g. {lost[0]}): pytest "
+                                       f"{pytest.__version__} with this pytest-xdist ignores xdist_group (pyproject.toml)")
+        config.stash[BATCH_OF] = {member: tuple(sorted(key for _, key in batch)) for batch in members.values()
+                                  for member in batch}
 
 
 def pytest_addoption(parser):
     parser.addoption("--update-first-firing", action="store_true",
                      help="rewrite tests/first_firing.yaml from this run (tests/test_holds.py)")
+    parser.addoption("--marks-to", metavar="FILE", help="write {test id: its marks} of every collected test to FILE")
 
 
 def pytest_configure(config):
     config.pluginmanager.register(_SelectionRecorder(), "rulesgen-selection")
-    second_process.register(config)
 
 
 def selected(config, module: str, test: str) -> set:
@@ -78,21 +126,19 @@ def selected(config, module: str, test: str) -> set:
     return config.stash.get(SELECTED, {}).get((module, test), set())
 
 
-def replay_choice(variable: str, every: list, quick: list, default: str = "quick",
-                  more: dict[str, Callable[[], list]] | None = None) -> list:
-    """The cases a replay test runs, by environment variable: `quick` (what `make test` replays), `all`,
-    `rest` (all but quick: CI's *-all targets after make test has replayed quick, REPLAY=rest), or one of
-    `more` (name: the cases, computed only when chosen)."""
-    choice = os.environ.get(variable, default).strip()
-    more = more or {}
-    if choice == "all":
-        return list(every)
-    if choice == "rest":
-        return [case for case in every if case not in quick]
-    if choice in more:
-        return more[choice]()
-    assert choice == default, f"{variable}={choice!r}: expected {default}, all, rest{''.join(', ' + m for m in more)}"
-    return list(quick)
+def replay_cases(every, quick, marks: Callable[[object], tuple] = lambda case: (), ids=None) -> list:
+    """Every case of a replay test as a parameter (a tuple case: one value per argument); those outside
+    `quick` carry the `slow` mark. `make test` deselects them (it replays quick), and CI's *-all targets
+    select them (-m slow: the rest): what is not selected is not collected, never a skip.
+    `marks(case)`: further marks of a case; `ids(case)`: its id."""
+    every, quick = list(every), list(quick)
+    assert all(case in every for case in quick), [case for case in quick if case not in every]
+    out = []
+    for case in every:
+        values = case if isinstance(case, tuple) else (case,)
+        slow = () if case in quick else (pytest.mark.slow,)
+        out.append(pytest.param(*values, marks=(*slow, *marks(case)), id=None if ids is None else ids(case)))
+    return out
 
 
 def errors_of(fn, *args) -> list[str]:
@@ -157,71 +203,46 @@ def rendered_outputs(tmp_path_factory):
     return _render_into(tmp_path_factory, "outputs")
 
 
-# --- scenario replays: one pool, started with the session ------------------------------------------
+# --- scenario replays ------------------------------------------------------------------------------
 # Every replay of scenario files (promtool 3.5, the dialect cells, promtool 2.42, vmalert-tool, the holds and
-# the sharding proof: several scenarios to a run, tests/batches.py) is a job in one pool of cpu_count workers,
-# submitted when the session starts, in the order pytest reads the results (test files in name order; within
-# one, the largest batches first): the model and builder tests run in the main thread meanwhile, and no core
-# waits for the slowest batch of one engine.
-_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2, thread_name_prefix="replay")
-_REPLAYS: dict[str, Callable] = {}  # fixture name -> (session request -> {key: job})
-_STARTED: dict[str, "Replays"] = {}
-
+# the sharding proof) runs in the first test that reads it, in whichever pytest-xdist worker runs that test
+# (one worker per core): a batch of several scenarios (tests/batches.py) runs once, for the tests its
+# xdist_group keeps in that worker.
 
 class Replays(Mapping):
-    """{key: result of job} with every job running in the shared pool; reading a key waits for its job. A
-    batches.Batch of keys names one job for all of them, returning {key: result}."""
+    """{key: result}: reading a key runs the jobs of its batch (the selected keys its xdist_group holds, or
+    the key alone) in this process and keeps their results for the session. jobs_of(keys) returns {key: job}
+    or {batches.Batch of keys: job returning {key: result}}; a dict jobs_of is {key: job} for every key."""
 
-    def __init__(self, jobs: dict[object, Callable[[], object]]):
-        self._futures = {}
-        for key, job in jobs.items():
-            future = _POOL.submit(job)
-            batched = isinstance(key, batches.Batch)
-            for k in (key if batched else (key,)):
-                self._futures[k] = (future, batched)
+    def __init__(self, name: str, config, jobs_of: Callable[[list], dict] | dict):
+        self._name, self._config, self._jobs_of, self._results = name, config, jobs_of, {}
 
     def __getitem__(self, key):
-        future, batched = self._futures[key]
-        return future.result()[key] if batched else future.result()
+        if key not in self._results:
+            batch = self._config.stash.get(BATCH_OF, {}).get((self._name, key), (key,))
+            jobs = self._jobs_of(list(batch)) if callable(self._jobs_of) else {key: self._jobs_of[key]}
+            for k, job in jobs.items():
+                self._results.update(job() if isinstance(k, batches.Batch) else {k: job()})
+        return self._results[key]
 
     def __iter__(self):
-        return iter(self._futures)
+        return iter(self._results)
 
     def __len__(self):
-        return len(self._futures)
-
-    def futures(self):
-        return {id(f): f for f, _ in self._futures.values()}.values()
+        return len(self._results)
 
 
-def replay_fixture(jobs_of: Callable) -> Callable:
-    """A session fixture named like `jobs_of`: Replays of the jobs jobs_of(request) returns. The jobs start
-    with the session when any selected test uses the fixture."""
-    name = jobs_of.__name__
-    _REPLAYS[name] = jobs_of
-    return pytest.fixture(scope="session", name=name)(lambda request: _started(name, request))
+def replay_fixture(setup: Callable) -> Callable:
+    """A session fixture named like `setup`: Replays of the jobs_of that setup(request) returns (its work done
+    once per process; the jobs only when a test reads a key)."""
+    name = setup.__name__
 
-
-def _started(name: str, request) -> Replays:
-    if name not in _STARTED:
-        _STARTED[name] = Replays(_REPLAYS[name](request))
-    return _STARTED[name]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _start_replays(request):
-    used = {n for item in request.session.items for n in item.fixturenames}
-    for name in _REPLAYS:  # registered at import: in the order pytest collects the test files
-        if name in used:
-            try:
-                _started(name, request)
-            except (Exception, pytest.fail.Exception, pytest.skip.Exception):
-                pass  # e.g. a missing tool: the tests that use the fixture report it, the others run
-
-
-def pytest_sessionfinish(session):
-    """Drop the replays no test waited for (an interrupted or -x run), so the session ends now."""
-    _POOL.shutdown(wait=False, cancel_futures=True)
+    @pytest.fixture(scope="session", name=name)
+    def replays(request):
+        if UNGROUPED in request.config.stash:
+            pytest.fail(request.config.stash[UNGROUPED])
+        return Replays(name, request.config, setup(request))
+    return replays
 
 
 def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
@@ -244,7 +265,7 @@ def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
 
 
 def replay_env() -> dict:
-    """promtool's environment in the pool: every core already runs one replay, so one Go thread each and a
+    """promtool's environment in a test: every core already runs one pytest-xdist worker, so one Go thread each and a
     lazier GC (measured: 8-13% less CPU per scenario than GOGC=400 alone, at up to 1.4 GB per process on
     the 9-day baseline scenarios). `rulesgen replay` keeps its lighter default for users' machines."""
     from rulesgen.engines.replay import promtool_env
@@ -264,10 +285,7 @@ def promtool_jobs(promtool: str, paths) -> dict:
 def run_cli(*args, cwd=ROOT, env=None):
     """`rulesgen *args` run from `cwd`: (returncode, stdout, stderr) as the command gives them. In this
     process (click's runner: no interpreter start-up, modules and parsed templates already loaded), with
-    `env` as the environment for the while; as a process of its own when `env` is given while a replay
-    runs beside (its threads read os.environ when they start a tool)."""
-    if env is not None and not _replays_idle():
-        return run_cli_process(*args, cwd=cwd, env=env)
+    `env` as the environment for the while."""
     return _run_cli_here(list(args), Path(cwd), env)
 
 
@@ -279,16 +297,8 @@ def run_cli_process(*args, cwd=ROOT, env=None):
     return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=900)
 
 
-def _replays_idle() -> bool:
-    """No job that reads os.environ while it runs is running: the engine replays'. The engine-free ones (mark
-    None in REPLAY_FIXTURES) take their environment when they are submitted."""
-    return all(f.done() for name, replays in _STARTED.items() if REPLAY_FIXTURES[name] is not None
-               for f in replays.futures())
-
-
 def _run_cli_here(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The command in this process, from `cwd` (the replay pool's threads never depend on the working
-    directory: their files are absolute or their cwd is explicit), with `env` as os.environ meanwhile
+    """The command in this process, from `cwd`, with `env` as os.environ meanwhile
     (click's runner puts it back). The signal handlers the command installs are put back; an exception
     the command did not handle is printed to stderr with exit 1, as the interpreter would."""
     import signal

@@ -6,7 +6,7 @@ The unit tests check the transforms themselves; the engine tests replay the matr
 
 import pytest
 
-from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
+from conftest import ROOT, promtool_jobs, replay_cases, replay_fixture, run_cli
 from rulesgen import artifacts as arts
 from rulesgen.load import dialects
 from rulesgen.builders.promtool_tests import scenario_test
@@ -22,7 +22,7 @@ SCENARIOS = ROOT / "fixtures" / "scenarios"
 # exercise it: renamed fields and units (utilisation ratio, Hz clocks, byte framebuffer), the lower-case
 # host label (per-node comparisons, a node leaving), each XID and clock-event input, and 15/60 s scrapes
 # on the rules with the shortest windows. `make test` replays QUICK, one cell per dialect (the normal-load
-# cells run in CI), to stay within its budget; RULESGEN_DIALECT_CELLS=all replays every cell.
+# cells run in CI), to stay within its budget; the others are marked slow (make test-dialects-all).
 ALL_CELLS = [
     ("misleading-utilization", "exporter-4.9"),
     ("gpu-idle-allocated", "exporter-4.9"),
@@ -54,7 +54,7 @@ QUICK = [
     ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
     ("dataloader-starvation", "prometheus-default"),
 ]
-MATRIX = replay_choice("RULESGEN_DIALECT_CELLS", ALL_CELLS, QUICK)
+MATRIX = replay_cases(ALL_CELLS, QUICK, ids=lambda cell: "@".join(cell))
 
 
 @pytest.fixture(scope="module")
@@ -202,27 +202,27 @@ def test_replay_cli_rejects_an_unknown_dialect():
 
 @replay_fixture
 def matrix_results(request):
-    """promtool on each selected dialect cell (conftest's pool)."""
+    """promtool on the dialect cells, several to a run (tests/batches.py)."""
     catalog, promtool = load_catalog(bundled_catalog_dir()), request.getfixturevalue("promtool")
     out = request.getfixturevalue("tmp_path_factory").mktemp("dialects")
     plan = arts.plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
     arts.write_all(out, [a for a in plan.artifacts if a.path.startswith("alerts/")])
     files = [f for f in plan.rules.files if f.path not in arts.DASHBOARD_ONLY]
     order = [g.name for f in files for g in f.groups]
-    paths = []
-    chosen = selected(request.config, __name__, "test_scenario_passes_in_dialect")
-    for stem, dialect in MATRIX:
-        if f"{stem}@{dialect}" not in chosen:
-            continue
-        s = dialects.apply(_scenario(stem, catalog), dialects.parse_dialect(dialect), catalog)
-        path = out / f"{stem}@{dialect}.yaml"
-        path.write_text(dump(scenario_test(s, [str(out / f.path) for f in files], order)))
-        paths.append(path)
-    return promtool_jobs(promtool, paths)
+
+    def jobs_of(cells: list[str]) -> dict:
+        paths = []
+        for cell in cells:
+            stem, _, dialect = cell.partition("@")
+            s = dialects.apply(_scenario(stem, catalog), dialects.parse_dialect(dialect), catalog)
+            paths.append(out / f"{cell}.yaml")
+            paths[-1].write_text(dump(scenario_test(s, [str(out / f.path) for f in files], order)))
+        return promtool_jobs(promtool, paths)
+    return jobs_of
 
 
 @pytest.mark.engines
-@pytest.mark.parametrize("stem,dialect", MATRIX, ids=[f"{s}@{d}" for s, d in MATRIX])
+@pytest.mark.parametrize("stem,dialect", MATRIX)
 def test_scenario_passes_in_dialect(matrix_results, stem, dialect):
     rc, output = matrix_results[f"{stem}@{dialect}"]
     assert rc == 0, (f"{stem} as {dialect} failed (run `rulesgen replay fixtures/scenarios/{stem}.yaml "

@@ -1,6 +1,7 @@
 """Engine fit (rulesgen/builders/engine_fit.py, README "Engine fit"): no group above max_rules_per_group, the rules
 reading ALERTS in groups of their own unless linked to them, no chain of reads cut twice, the regrouping changing nothing any rule reads at any evaluation
 step, lint's checks of each, and the group delay field written only where an engine accepts it."""
+import functools
 import random
 import subprocess
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 import yaml
 
 import shard_equality as se
-from conftest import ROOT, errors_of, replay_fixture, selected
+from conftest import ROOT, errors_of, replay_fixture
 
 from rulesgen import artifacts
 from rulesgen.builders import engine_fit
@@ -294,20 +295,21 @@ REGROUPED = ["dcgm-health-covered", "shard-ghost-loss-dbe-other-node"]
 
 @replay_fixture
 def regrouped_alerts(request):
-    """{(scenario, "unsplit" | "split"): the alerts at each step} for each selected scenario, and {"groups":
-    (groups split, groups unsplit)}: the replays are jobs of conftest's pool, started with the session."""
+    """{(scenario, "unsplit" | "split"): the alerts at each step} for each scenario, and {"groups": (groups
+    split, groups unsplit)}: each replay runs when a test reads it."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
-    chosen = selected(request.config, __name__, "test_regrouped_files_alert_exactly_as_the_unsplit_ones")
-    if not chosen:
-        return {}
     base = request.getfixturevalue("tmp_path_factory").mktemp("regrouped")
-    unsplit = base / "unsplit"
-    unsplit.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        files = [f for f in _unsplit(patch) if f.path not in artifacts.DASHBOARD_ONLY]
-    for f in files:
-        (unsplit / Path(f.path).name).write_text(render_rule_file(f))
-    paths = {"unsplit": [unsplit / Path(f.path).name for f in files], "split": [rendered / f.path for f in files]}
+
+    @functools.cache
+    def paths() -> dict:
+        unsplit = base / "unsplit"
+        unsplit.mkdir()
+        with pytest.MonkeyPatch.context() as patch:
+            files = [f for f in _unsplit(patch) if f.path not in artifacts.DASHBOARD_ONLY]
+        for f in files:
+            (unsplit / Path(f.path).name).write_text(render_rule_file(f))
+        return {"unsplit": [unsplit / Path(f.path).name for f in files], "split": [rendered / f.path for f in files]}
+
     catalog = load_catalog(ROOT / "catalog")
     scenarios = artifacts.for_settings(load_scenarios([ROOT / "fixtures" / "scenarios" / f"{name}.yaml" for name in REGROUPED],
                                                       [fm.id for fm in catalog.failure_modes]), load_settings(ROOT / "rulesgen.yaml"))
@@ -315,11 +317,10 @@ def regrouped_alerts(request):
     def job(s, name: str):
         workdir = base / f"{s.name}-{name}"
         workdir.mkdir()
-        return se.alerts(se.replay(promtool, paths[name], list(s.series), s.interval, s.evaluation_interval, s.duration,
+        return se.alerts(se.replay(promtool, paths()[name], list(s.series), s.interval, s.evaluation_interval, s.duration,
                                    "ALERTS", workdir, name), "-")
-    groups = (len(se._groups(paths["split"])), len(se._groups(paths["unsplit"])))
-    return {"groups": lambda: groups,
-            **{(s.name, name): (lambda s=s, name=name: job(s, name)) for s in scenarios if s.name in chosen for name in paths}}
+    return {"groups": lambda: (len(se._groups(paths()["split"])), len(se._groups(paths()["unsplit"]))),
+            **{(s.name, name): (lambda s=s, name=name: job(s, name)) for s in scenarios for name in ("unsplit", "split")}}
 
 
 @pytest.mark.equality

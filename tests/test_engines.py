@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 import batches
-from conftest import BINARIES, engine_param, replay_choice, replay_env, replay_fixture
+from conftest import BINARIES, engine_param, replay_cases, replay_env, replay_fixture
 from rulesgen.engines.tools import tool_version
 
 pytestmark = pytest.mark.engines
@@ -29,7 +29,7 @@ ENGINES = [
 ]
 
 # hardware level, threshold, efficiency, normal load. `make test` replays QUICK (the hardware scenario) to
-# stay within its budget; CI replays ALL_ON_2_42 (RULESGEN_242_SCENARIOS=all, make test-2.42-all).
+# stay within its budget; the others are marked slow (CI: make test-2.42-all).
 ALL_ON_2_42 = [
     "ecc-uncorrectable-dbe",
     "thermal-throttling-cooling-failure",
@@ -39,7 +39,7 @@ ALL_ON_2_42 = [
     "normal-node-leaves-fleet",
 ]
 QUICK_ON_2_42 = ["ecc-uncorrectable-dbe"]
-SUBSET_ON_2_42 = replay_choice("RULESGEN_242_SCENARIOS", ALL_ON_2_42, QUICK_ON_2_42)
+SUBSET_ON_2_42 = replay_cases(ALL_ON_2_42, QUICK_ON_2_42)
 
 
 @pytest.mark.parametrize("fixture,pattern", [pytest.param(f, p, marks=engine_param(f).marks, id=BINARIES[f][0])
@@ -71,8 +71,8 @@ def test_rendered_rules_load(rendered, fixture, request):
 
 @replay_fixture
 def results_on_2_42(request):
-    """promtool-2.42 test rules on the subset, in batches (tests/batches.py; conftest's pool; run from the
-    tests' directory: 2.42 resolves rule_files against the working directory)."""
+    """promtool-2.42 test rules on the subset, in batches (tests/batches.py; run from the tests' directory: 2.42
+    resolves rule_files against the working directory)."""
     promtool = request.getfixturevalue("promtool_2_42")
     tests = request.getfixturevalue("rendered") / "tests" / "promtool"
 
@@ -81,7 +81,7 @@ def results_on_2_42(request):
                               timeout=900, cwd=tests, env=replay_env())
         return proc.returncode, proc.stdout + proc.stderr
 
-    return batches.jobs([tests / f"{name}.yaml" for name in SUBSET_ON_2_42], job)
+    return lambda names: batches.jobs([tests / f"{name}.yaml" for name in names], job)
 
 
 @pytest.mark.parametrize("scenario", SUBSET_ON_2_42)

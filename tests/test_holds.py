@@ -142,7 +142,7 @@ def _firsts(s, firsts: list[tuple[dict, int]]) -> list[int | None]:
 
 @replay_fixture
 def hold_runs(request):
-    """The first firings of every sampled scenario, in batches (tests/batches.py), each a job of conftest's pool."""
+    """The first firings of the sampled scenarios, in batches (tests/batches.py)."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     base = request.getfixturevalue("tmp_path_factory").mktemp("holds")
     tests = rendered / "tests" / "promtool"
@@ -152,7 +152,7 @@ def hold_runs(request):
         work.mkdir()
         return dict(zip(names, first_firings(promtool, [tests / f"{n}.yaml" for n in names], [SCENARIOS[n] for n in names],
                                              work)))
-    return {names: (lambda names=names: job(names)) for names in batches.stems([tests / f"{n}.yaml" for n in SAMPLE])}
+    return lambda names: {batch: (lambda batch=batch: job(batch)) for batch in batches.stems([tests / f"{n}.yaml" for n in names])}
 
 
 def _key(s, e) -> str:

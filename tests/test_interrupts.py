@@ -1,9 +1,7 @@
 """A render is all or none, even when interrupted (issue 21 item 4): SIGINT or SIGTERM after any rename
 of the commit phase, while the new files are written, before the render writes or while the modules
 load; a failed rename, a kill -9, an unwritable folder, another filesystem. The real command in a
-process of its own (started fresh, or forked from a warm one: tests/forked_cli.py); the folder's files
-before and after."""
-import json
+process of its own; the folder's files before and after."""
 import os
 import shutil
 import signal
@@ -14,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MINIMAL_CATALOG, ROOT, replay_fixture
+from conftest import MINIMAL_CATALOG, ROOT
 from gitops import TMP_PREFIX, run_cli, temporaries, tree, user_config, without_promtool_note
 
 pytest_plugins = ["gitops"]  # its fixtures: scenarios, repo
@@ -52,12 +50,19 @@ main()
 """
 
 
-def _interrupted(folder: Path, args: list[str], at: str, k: int, sig: str = "SIGINT", script: str = INTERRUPT):
+def _start(folder: Path, args: list[str], at: str, k: int, sig: str, script: str) -> subprocess.Popen:
     env = {**os.environ, "AT": at, "K": str(k), "SIG": sig}
-    result = subprocess.run([sys.executable, "-c", script, "render", *args], cwd=folder,
-                            env=env, capture_output=True, text=True, timeout=300)
-    result.stderr = without_promtool_note(result.stderr)
-    return result
+    return subprocess.Popen([sys.executable, "-c", script, "render", *args], cwd=folder, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _ended(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, without_promtool_note(err))
+
+
+def _interrupted(folder: Path, args: list[str], at: str, k: int, sig: str = "SIGINT", script: str = INTERRUPT):
+    return _ended(_start(folder, args, at, k, sig, script))
 
 
 NEW_CONFIG = """\
@@ -112,6 +117,10 @@ def _small_old_and_new(base: Path):
     return (repo, *_two_renders(repo, args, base), args)
 
 
+# The tests of the bundled catalog's renders share one setup (two renders): one pytest-xdist worker runs them.
+BUNDLED = pytest.mark.xdist_group("interrupts-bundled")
+
+
 @pytest.fixture(scope="session")
 def old_and_new(tmp_path_factory):
     """Rendered once: every interrupted render starts from a fresh copy of the old tree."""
@@ -136,9 +145,10 @@ def _reset(repo: Path, old: dict) -> None:
         (repo / rel).write_bytes(data)
 
 
-# One process per rename (about 25 s for all of them): `make test` interrupts a spread (the first two, the last
-# two, every fifth; about 8 s) and CI every one (make test-interrupts-all: RULESGEN_EVERY_RENAME=1).
-EVERY_RENAME = os.environ.get("RULESGEN_EVERY_RENAME") == "1"
+# One process per rename: `make test` interrupts a spread (the first two, the last two, every fifth) and CI
+# the rest (the parameter "rest", marked slow: make test-interrupts-all).
+def _spread(steps: int) -> list[int]:
+    return sorted({1, 2, steps - 1, steps, *range(1, steps + 1)[4::5]})
 
 
 def _failing_rename_script() -> str:
@@ -150,80 +160,20 @@ def _failing_rename_script() -> str:
     return script.replace("count = 0\n", "count = 0\ndst_of = [None]\n")
 
 
-def _spread(steps: int) -> list[int]:
-    every = range(1, steps + 1)
-    return list(every) if EVERY_RENAME else sorted({1, 2, steps - 1, steps, *every[4::5]})
-
-
-# What each test interrupts: its setup fixture, the script, and its cases (at, k, signal) from the number of
-# commit steps, of files written and the test's signal.
-CASES = {
-    "test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary": (
-        "small_old_and_new", INTERRUPT, lambda steps, written, sig: [("rename", k, sig) for k in _spread(steps)]),
-    "test_an_interrupted_render_of_the_bundled_catalog_is_all_new": (
-        "old_and_new", INTERRUPT, lambda steps, written, sig: [("rename", k, sig) for k in (1, steps // 2, steps)]),
-    "test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary": (
-        "old_and_new", INTERRUPT, lambda steps, written, sig: [("stage", k, sig) for k in (1, 2, written)]),
-    "test_a_failed_rename_mid_commit_undoes_every_step": (
-        "small_old_and_new", _failing_rename_script(),
-        lambda steps, written, sig: [("rename", k, sig) for k in (1, steps // 2, steps)]),
-}
-
-
-def _cases(test: str, setup, sig: str) -> list[tuple]:
-    repo, old, new, _ = setup
-    written = len({p for p in new if old.get(p) != new[p]})
-    return CASES[test][2](_commit_steps(repo, old, new), written, sig)
-
-
-def _signal(item) -> str:
-    """The signal a test sends: its `sig` parameter, else SIGINT."""
-    spec = getattr(item, "callspec", None)
-    return spec.params.get("sig", "SIGINT") if spec else "SIGINT"
-
-
-@replay_fixture
-def interrupted(request):
-    """{setup fixture: {(test, case): (folder, result)}}: every render the selected tests of this file interrupt,
-    each on a fresh copy of the old tree beside the setup's folder. One job of conftest's pool per setup,
-    started with the session: tests/forked_cli.py plans the setup's render once, then forks a process for
-    each interrupted render (a real process, a real signal, its exit code), beside the in-process tests."""
-    batches, environ = {}, dict(os.environ)  # taken now (conftest.REPLAY_FIXTURES: mark None)
-    for item in request.session.items:
-        if item.module.__name__ != __name__ or item.originalname not in CASES:
-            continue
-        fixture, script, _ = CASES[item.originalname]
-        setup = request.getfixturevalue(fixture)
-        repo, old, _, args = setup
-        runs = batches.setdefault(fixture, (repo, old, args, {}))[3]
-        for case in _cases(item.originalname, setup, _signal(item)):
-            runs[(item.originalname, case)] = (repo.parent / f"{item.name}-{'-'.join(map(str, case))}", script)
-    return {fixture: (lambda batch=batch: _interrupt_all(*batch, environ)) for fixture, batch in batches.items()}
-
-
-def _interrupt_all(repo: Path, old: dict, args: list[str], runs: dict, environ: dict) -> dict:
-    for folder, _ in runs.values():
+def _interrupt_all(setup, cases, request, script: str = INTERRUPT) -> list[tuple[tuple, Path, subprocess.CompletedProcess]]:
+    """(case, folder, result) of `render` in a fresh copy of the setup's old tree for each case (at, k, signal),
+    each a process of its own (a real signal, its exit code), all started at once."""
+    repo, old, _, args = setup
+    folders = [repo.parent / f"{request.node.name}-{'-'.join(map(str, case))}" for case in cases]
+    for folder in folders:
         _reset(folder, old)
-    request = {"warm": [[str(repo), args]], "runs": [
-        {"cwd": str(folder), "args": ["render", *args], "script": script,
-         "env": {**environ, "AT": at, "K": str(k), "SIG": sig}}
-        for (_, (at, k, sig)), (folder, script) in runs.items()]}
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("forked_cli.py"))], input=json.dumps(request),
-                          capture_output=True, text=True, env=environ, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    results = {}
-    for (key, (folder, _)), answer in zip(runs.items(), json.loads(proc.stdout), strict=True):
-        result = subprocess.CompletedProcess(["rulesgen", "render", *args], answer["returncode"], answer["stdout"],
-                                             without_promtool_note(answer["stderr"]))
-        results[key] = (folder, result)
-    return results
+    procs = [_start(folder, args, *case, script) for folder, case in zip(folders, cases)]
+    return [(case, folder, _ended(proc)) for case, folder, proc in zip(cases, folders, procs)]
 
 
-def _results(interrupted, request, setup) -> list[tuple[tuple, Path, subprocess.CompletedProcess]]:
-    """(case, folder, result) of each render the running test interrupted."""
-    test = request.node.originalname
-    done = interrupted[CASES[test][0]]
-    return [(case, *done[(test, case)]) for case in _cases(test, setup, _signal(request.node))]
+def _written(setup) -> int:
+    _, old, new, _ = setup
+    return len({p for p in new if old.get(p) != new[p]})
 
 
 def _check_interrupted_commits(results, repo, old, new, sig, code):
@@ -236,23 +186,33 @@ def _check_interrupted_commits(results, repo, old, new, sig, code):
         assert temporaries(folder) == [], k
 
 
-def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(small_old_and_new, interrupted,
+@pytest.mark.parametrize("renames", ["spread", pytest.param("rest", marks=pytest.mark.slow)])
+def test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary(small_old_and_new, renames,
                                                                                             request):
     repo, old, new, _ = small_old_and_new
-    assert _commit_steps(repo, old, new) > 20
-    _check_interrupted_commits(_results(interrupted, request, small_old_and_new), repo, old, new, "SIGINT", 130)
+    steps = _commit_steps(repo, old, new)
+    assert steps > 20
+    spread = _spread(steps)
+    ks = spread if renames == "spread" else [k for k in range(1, steps + 1) if k not in spread]
+    results = _interrupt_all(small_old_and_new, [("rename", k, "SIGINT") for k in ks], request)
+    _check_interrupted_commits(results, repo, old, new, "SIGINT", 130)
 
 
 @pytest.mark.parametrize("sig,code", [("SIGINT", 130), ("SIGTERM", 143)])
-def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, interrupted, request, sig, code):
+@BUNDLED
+def test_an_interrupted_render_of_the_bundled_catalog_is_all_new(old_and_new, request, sig, code):
     repo, old, new, _ = old_and_new
-    assert any(p.startswith("tests/promtool/") for p in new) and _commit_steps(repo, old, new) > 40
-    _check_interrupted_commits(_results(interrupted, request, old_and_new), repo, old, new, sig, code)
+    steps = _commit_steps(repo, old, new)
+    assert any(p.startswith("tests/promtool/") for p in new) and steps > 40
+    results = _interrupt_all(old_and_new, [("rename", k, sig) for k in (1, steps // 2, steps)], request)
+    _check_interrupted_commits(results, repo, old, new, sig, code)
 
 
-def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new, interrupted, request):
+@BUNDLED
+def test_an_interrupt_while_the_new_files_are_written_leaves_the_old_tree_and_no_temporary(old_and_new, request):
     _, old, _, _ = old_and_new
-    for _, folder, result in _results(interrupted, request, old_and_new):
+    for _, folder, result in _interrupt_all(old_and_new, [("stage", k, "SIGINT") for k in (1, 2, _written(old_and_new))],
+                                            request):
         assert result.returncode == 130, result.stderr
         assert result.stderr.splitlines() == ["rulesgen: interrupted by SIGINT; nothing written into ."]
         assert tree(folder) == old
@@ -282,9 +242,11 @@ def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "rulesgen: interrupted by SIGINT\n")
 
 
-def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new, interrupted, request):
-    _, old, _, _ = small_old_and_new
-    for (_, k, _), folder, result in _results(interrupted, request, small_old_and_new):
+def test_a_failed_rename_mid_commit_undoes_every_step(small_old_and_new, request):
+    repo, old, new, _ = small_old_and_new
+    steps = _commit_steps(repo, old, new)
+    cases = [("rename", k, "SIGINT") for k in (1, steps // 2, steps)]
+    for (_, k, _), folder, result in _interrupt_all(small_old_and_new, cases, request, _failing_rename_script()):
         assert result.returncode == 1, result.stderr
         assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(f"error: cannot write into {folder}"), result.stderr
         assert result.stderr.endswith(": Permission denied; nothing written\n")

@@ -38,10 +38,9 @@ def alerts(root):
 @replay_fixture
 def rendered_elsewhere(request):
     """`rendered`'s render again, by a process of its own under another string hash seed: nothing it does can
-    come from this process's memos, and any order that follows set or dict hashing of strings would differ.
-    A job of conftest's pool, started with the session (it runs beside the in-process tests)."""
+    come from this process's memos, and any order that follows set or dict hashing of strings would differ."""
     again = request.getfixturevalue("tmp_path_factory").mktemp("render-elsewhere") / "again"
-    env = {**os.environ, "PYTHONHASHSEED": "4242"}  # taken now (conftest.REPLAY_FIXTURES: mark None)
+    env = {**os.environ, "PYTHONHASHSEED": "4242"}
 
     def job():
         return run_cli_process("render", "--scenario-tests", "--out", str(again), env=env), again

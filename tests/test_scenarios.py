@@ -6,7 +6,8 @@ import functools
 import pytest
 import yaml
 
-from conftest import ROOT, promtool_jobs, replay_choice, replay_fixture, run_cli, selected
+import test_sharding
+from conftest import ROOT, promtool_jobs, replay_cases, replay_fixture, run_cli
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
 from rulesgen.promql.text import format_number
@@ -14,8 +15,8 @@ from rulesgen.load.scenarios import STALE, expand, load_scenarios
 
 SCENARIOS = sorted((ROOT / "fixtures" / "scenarios").glob("*.yaml"))
 # Variants of other scenarios (the same rules at another magnitude, for the latency classes of
-# benchmarks/latency_targets.yaml): `make test` leaves them to CI (RULESGEN_SCENARIOS=all, make
-# test-scenarios-all) to stay within its budget.
+# benchmarks/latency_targets.yaml): `make test` leaves them to CI (marker slow, make test-scenarios-all)
+# to stay within its budget.
 VARIANTS = ("baseline-cooling-drift-quarter-degree", "baseline-clock-sag-seven-percent",
             "baseline-replaced-gpu-eight-degrees")
 # The multi-day histories (8-9 days each, 108 h for the two repair-not-held, a day of temperature cycle) cost a
@@ -47,24 +48,18 @@ def scenario_models():
     return load_scenarios(SCENARIOS, [fm.id for fm in catalog.failure_modes])
 
 
-def rest_not_sharded() -> list[str]:
-    """What CI leaves to this file (RULESGEN_SCENARIOS=rest-not-sharded): the scenarios beyond make test's
-    that the sharding proof does not replay under the same RULESGEN_SHARDING. The proof's one-server replay
-    is the scenario's own promtool test (tests/test_sharding.py), so it judges that test as this file does."""
-    import test_sharding
-    return [s.name for s in scenario_models() if s.name not in QUICK and s.name not in test_sharding.CHOSEN]
-
-
-REPLAYED = replay_choice("RULESGEN_SCENARIOS", [p.stem for p in SCENARIOS], QUICK,
-                         more={"rest-not-sharded": rest_not_sharded})
+# Every scenario; those outside QUICK are marked slow (make test-scenarios-all), and the multi-node ones
+# `sharded`: the equality proof's one-server replay is the scenario's own promtool test (tests/test_sharding.py),
+# so it judges that test as this file does, and CI leaves those to make test-sharding (-m "slow and not sharded").
+REPLAYED = replay_cases([p.stem for p in SCENARIOS], QUICK,
+                        marks=lambda name: (pytest.mark.sharded,) if name in test_sharding.MULTI_NODE else ())
 
 
 @replay_fixture
 def promtool_results(request):
-    """promtool on the selected scenarios' rendered tests, several to a run (tests/batches.py; conftest's pool)."""
+    """promtool on the selected scenarios' rendered tests, several to a run (tests/batches.py)."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
-    chosen = selected(request.config, __name__, "test_scenario_passes_in_promtool")
-    return promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in sorted(chosen)])
+    return lambda names: promtool_jobs(promtool, [rendered / "tests" / "promtool" / f"{name}.yaml" for name in names])
 
 
 def test_at_least_six_normal_load_scenarios():
@@ -98,14 +93,12 @@ def test_make_test_fires_every_alert_group():
     assert {"health", "efficiency", "jobs"} <= set().union(*(fired[n] for n in QUICK))
 
 
-def test_ci_replays_every_scenario_on_promtool():
-    """CI's selection (make test's QUICK, then RULESGEN_SCENARIOS=rest-not-sharded here and make
-    test-sharding under the same RULESGEN_SHARDING) leaves no scenario out, and the proof replays only
-    multi-node scenarios."""
-    import test_sharding
-    every = {s.name for s in scenario_models()}
-    assert set(QUICK) | set(rest_not_sharded()) | set(test_sharding.CHOSEN) == every
-    assert set(test_sharding.CHOSEN) <= set(test_sharding.MULTI_NODE)
+def test_the_sharded_mark_names_exactly_what_the_proof_replays():
+    """CI replays a scenario on promtool 3.5 here (make test, or -m "slow and not sharded") or as the one-server
+    replay of make test-sharding: the `sharded` scenarios are the proof's, and the proof replays only those."""
+    sharded = {p.values[0] for p in REPLAYED if any(m.name == "sharded" for m in p.marks)}
+    assert sharded == set(test_sharding.MULTI_NODE) and sharded < {s.name for s in scenario_models()}
+    assert [p.values[0] for p in test_sharding.PROOF] == test_sharding.MULTI_NODE
 
 
 @pytest.mark.parametrize("scenario", REPLAYED)

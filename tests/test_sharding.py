@@ -5,11 +5,10 @@ as one server over everything (tests/shard_equality.py says how, on promtool).
 
 The proof is a longer suite, outside `make test` (each scenario is three promtool replays: one server, both shards in one run, the global tier): `make
 test-sharding` (marker `equality`, in every CI run) replays every multi-node scenario and the check that
-the harness can fail; RULESGEN_SHARDING=modes (a quicker loop): the cross-shard scenarios, those the proof
-once caught and one scenario for each failure mode they leave. The one-server replay is the scenario's own
-promtool test, so CI's tests/test_scenarios.py leaves those scenarios to this file
-(RULESGEN_SCENARIOS=rest-not-sharded)."""
-import os
+the harness can fail; `pytest -m sharding_quick tests/test_sharding.py` (a quicker loop): the cross-shard
+scenarios, those the proof once caught and one scenario for each failure mode they leave. The one-server
+replay is the scenario's own promtool test, so CI's tests/test_scenarios.py leaves those scenarios (marker
+`sharded`) to this file (make test-scenarios-all REPLAY=rest-not-sharded: -m "slow and not sharded")."""
 import tempfile
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import yaml
 
 import batches
 import shard_equality as se
-from conftest import ROOT, cheapest_per_mode, replay_fixture, selected
+from conftest import ROOT, cheapest_per_mode, replay_fixture
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -33,8 +32,8 @@ CROSS_SHARD = {
     "exporter-down": ("gpu-h100-m01", "gpu-h100-m02"),                    # one shard's exporter down
     "baseline-replaced-gpu-eight-degrees": ("gpu-h100-y04", "gpu-h100-y05"),  # judged by fleet peers, both shards
 }
-# Scenarios in which the proof once found a difference (each fixed since): RULESGEN_SHARDING=found replays
-# them with the cross-shard ones (=modes with PER_MODE too), `make test-sharding` (CI) with every multi-node scenario.
+# Scenarios in which the proof once found a difference (each fixed since): the quick loop (marker sharding_quick)
+# replays them with the cross-shard ones and PER_MODE, `make test-sharding` (CI) with every multi-node scenario.
 FOUND = ("thermal-throttling-cooling-failure",  # a cleared local part held 10m by its slow read (the end marker)
          "normal-frozen-lookalikes", "normal-hard-loss-lookalikes-15s", "normal-hard-loss-lookalikes-30s",
          "normal-hard-loss-lookalikes-60s", "normal-nvlink-fabric-boot-pcie", "nvlink-fabric-gb200-nvl72")
@@ -58,15 +57,13 @@ def _fired(names) -> set[str]:
 
 
 # For every failure mode the scenarios above do not fire, the multi-node scenario that fires it at the least
-# replay cost, modes in name order: with them, RULESGEN_SHARDING=modes (the quick loop) fires every failure
+# replay cost, modes in name order: with them, the quick loop (marker sharding_quick) fires every failure
 # mode a multi-node scenario fires.
 PER_MODE = tuple(cheapest_per_mode({name: ALL[name] for name in MULTI_NODE}, sorted(_fired(MULTI_NODE)),
                                    covered=(*CROSS_SHARD, *FOUND)))
-SELECTIONS = {"all": tuple(MULTI_NODE), "ci": tuple(CROSS_SHARD), "found": tuple(CROSS_SHARD) + FOUND,
-              "modes": tuple(CROSS_SHARD) + FOUND + PER_MODE}
-_SELECTION = os.environ.get("RULESGEN_SHARDING", "all").strip()
-assert _SELECTION in SELECTIONS, f"RULESGEN_SHARDING={_SELECTION!r}: expected one of {sorted(SELECTIONS)}"
-CHOSEN = [name for name in MULTI_NODE if name in SELECTIONS[_SELECTION]]
+QUICK_LOOP = tuple(CROSS_SHARD) + FOUND + PER_MODE
+# Every multi-node scenario (make test-sharding); the quick loop's carry the mark sharding_quick.
+PROOF = [pytest.param(name, marks=(pytest.mark.sharding_quick,) if name in QUICK_LOOP else ()) for name in MULTI_NODE]
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +118,10 @@ def _hosts(series) -> set[str]:
     return {labels[h] for s, _ in series for labels in [se.parse_series(s)[1]] for h in se.HOST_LABELS if h in labels}
 
 
-def test_the_modes_selection_fires_every_failure_mode_of_the_multi_node_scenarios():
-    assert set(SELECTIONS["modes"]) <= set(MULTI_NODE)
-    assert _fired(SELECTIONS["modes"]) == _fired(MULTI_NODE)
-    assert all(_fired([name]) - _fired(SELECTIONS["found"]) for name in PER_MODE)  # none is there for nothing
+def test_the_quick_loop_fires_every_failure_mode_of_the_multi_node_scenarios():
+    assert set(QUICK_LOOP) <= set(MULTI_NODE)
+    assert _fired(QUICK_LOOP) == _fired(MULTI_NODE)
+    assert all(_fired([name]) - _fired((*CROSS_SHARD, *FOUND)) for name in PER_MODE)  # none is there for nothing
 
 
 @pytest.mark.parametrize("name", sorted(CROSS_SHARD))
@@ -138,12 +135,10 @@ def test_cross_shard_scenarios_put_their_nodes_on_different_shards(name):
 
 @replay_fixture
 def sharding_verdicts(request):
-    """The comparisons of the selected scenarios as jobs of conftest's pool, several scenarios to a job
-    (shard_equality.compare_batch, in the batches of tests/batches.py): one job's global tier and Python work
-    overlap the next one's replays, so no core waits."""
+    """The comparisons of the multi-node scenarios, several to a job (shard_equality.compare_batch, in the
+    batches of tests/batches.py), each run by the first test that reads one of its scenarios."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
     topology = se.rendered_topology(rendered)
-    chosen = selected(request.config, __name__, "test_two_shards_and_the_global_tier_alert_as_one_server")
     tests = rendered / "tests" / "promtool"
 
     def job(names: tuple[str, ...]) -> dict[str, se.Verdict]:
@@ -151,11 +146,11 @@ def sharding_verdicts(request):
             return se.compare_batch(promtool, [ALL[n] for n in names], topology, Path(tmp),
                                     [tests / f"{n}.yaml" for n in names])
 
-    return {names: (lambda names=names: job(names)) for names in batches.stems([tests / f"{n}.yaml" for n in sorted(chosen)])}
+    return lambda names: {batch: (lambda batch=batch: job(batch)) for batch in batches.stems([tests / f"{n}.yaml" for n in names])}
 
 
 @pytest.mark.equality
-@pytest.mark.parametrize("name", CHOSEN)
+@pytest.mark.parametrize("name", PROOF)
 def test_two_shards_and_the_global_tier_alert_as_one_server(name, sharding_verdicts):
     """The one server's replay is the scenario's own promtool test (listings added), so it also proves the
     scenario as tests/test_scenarios.py does: CI replays the multi-node scenarios only here."""

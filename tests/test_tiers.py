@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, replay_env, replay_fixture, selected
+from conftest import ROOT, replay_env, replay_fixture
 from treeasserts import canonical, has, joins, reads
 from rulesgen.artifacts import MANIFEST, load_inputs, plan
 from rulesgen.builders.rules import build_rules
@@ -406,10 +406,8 @@ ONE_SHARD = ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-
 
 @replay_fixture
 def one_shard_runs(request):
-    """{scenario: (returncode, output)} of promtool on each selected scenario's one-shard test: jobs of
-    conftest's pool, started with the session (they run beside the two-shard proof, not after it)."""
+    """{scenario: (returncode, output)} of promtool on each scenario's one-shard test, run by the test that reads it."""
     rendered, promtool = request.getfixturevalue("rendered"), request.getfixturevalue("promtool")
-    chosen = selected(request.config, __name__, "test_one_shard_plus_global_gives_the_single_servers_alerts")
     base = request.getfixturevalue("tmp_path_factory").mktemp("one-shard")
 
     def job(scenario: str):
@@ -418,7 +416,7 @@ def one_shard_runs(request):
         proc = subprocess.run([promtool, "test", "rules", str(_one_shard_test(rendered, folder, scenario))],
                               capture_output=True, text=True, timeout=900, env=replay_env())
         return proc.returncode, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return {s: (lambda s=s: job(s)) for s in ONE_SHARD if s in chosen}
+    return {s: (lambda s=s: job(s)) for s in ONE_SHARD}
 
 
 @pytest.mark.equality  # make test-sharding (CI)

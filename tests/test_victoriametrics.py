@@ -4,9 +4,9 @@ judged by the same expectations as tests/promtool/. rulesgen/builders/vmalert_te
 docs/victoriametrics.md explains the format decisions and the engine differences.
 
 vmalert-tool costs about three times promtool's CPU per scenario (docs/victoriametrics.md, section 4):
-every scenario takes about 30 minutes on 2 cores (`make test-vm-all`, run by CI: 1,849 s on 2026-11-27). By default the representative SUBSET below
-runs (5 scenarios, about 2 minutes of CPU); RULESGEN_VM_SCENARIOS=all runs every scenario, =rest all but SUBSET, =a,b
-the named ones.
+every scenario takes about 17 minutes on 2 cores in batches (`make test-vm-all`, run by CI: 1,042 s on 2026-11-29). `make test`
+replays the representative SUBSET below (5 scenarios, about 2 minutes of CPU); the others are marked slow
+(`make test-vm-all`: all; REPLAY=rest: -m slow; one of them: -k its name).
 """
 import dataclasses
 import os
@@ -56,17 +56,7 @@ SUBSET = [
 TOOL_ENV = {"GOMAXPROCS": "1", "GOGC": "400"}
 
 
-def selected() -> list[str]:
-    choice = os.environ.get("RULESGEN_VM_SCENARIOS", "subset").strip()
-    if choice in ("subset", "all", "rest"):
-        return conftest.replay_choice("RULESGEN_VM_SCENARIOS", ALL, SUBSET, default="subset")
-    names = [n.strip() for n in choice.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(ALL))
-    assert not unknown, f"RULESGEN_VM_SCENARIOS names unknown scenarios: {unknown}"
-    return names
-
-
-REPLAYED = selected()  # only these are collected: an unselected scenario is not a test, not a skip
+REPLAYED = conftest.replay_cases(ALL, SUBSET)  # outside SUBSET: marked slow, deselected by make test
 
 
 def scenario_models(names=None):
@@ -290,13 +280,10 @@ def test_vmalert_tool_reports_a_missed_expectation_and_a_false_alert(vmalert_too
 
 @conftest.replay_fixture
 def vmalert_results(request):
-    """vmalert-tool on every selected rendered scenario test (RULESGEN_VM_SCENARIOS and -k), in batches
-    (tests/batches.py; conftest's pool)."""
+    """vmalert-tool on the rendered scenario tests, in batches (tests/batches.py)."""
     rendered, vmalert_tool = request.getfixturevalue("rendered"), request.getfixturevalue("vmalert_tool")
-    chosen = conftest.selected(request.config, __name__, "test_scenario_passes_vmalert_tool")
-    files = [rendered / "tests" / "vmalert" / f"{n}.yaml" for n in sorted(chosen)]
-    assert all(f.exists() for f in files)
-    return batches.jobs(files, lambda f: run_unittest(vmalert_tool, f))
+    return lambda names: batches.jobs([rendered / "tests" / "vmalert" / f"{n}.yaml" for n in names],
+                                      lambda f: run_unittest(vmalert_tool, f))
 
 
 def test_every_scenario_has_a_vmalert_test(rendered):
