@@ -68,11 +68,11 @@ test-sharding: $(STAMP) tools
 test-interrupts-all: $(STAMP)
 	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_interrupts.py::test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary
 
-# Every scenario on vmalert-tool (make test runs a subset): CI's longest suite, about 28 minutes there (beside the live test).
+# Every scenario on vmalert-tool (make test runs a subset): CI's longest suite, about 17 minutes on 2 cores (replays several scenarios to a run: tests/batches.py).
 test-vm-all: $(STAMP) tools
 	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_victoriametrics.py::test_scenario_passes_vmalert_tool
 
-# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): ~20 minutes on 2 cores.
+# Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): about 7 minutes on 2 cores in batches.
 test-scenarios-all: $(STAMP) tools
 	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_scenarios.py::test_scenario_passes_in_promtool
 

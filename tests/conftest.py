@@ -35,7 +35,6 @@ REPLAY_FIXTURES = {"promtool_results": "promtool", "matrix_results": "promtool",
 BATCHED = ("promtool_results", "matrix_results", "results_on_2_42", "vmalert_results", "sharding_verdicts", "hold_runs")
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
                 **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
-SELECTED = pytest.StashKey[dict]()
 BATCH_OF = pytest.StashKey[dict]()  # {(fixture, key): the selected keys of its batch}
 _GROUP = pytest.StashKey[dict]()    # {(fixture, key): its xdist_group}, before deselection
 UNGROUPED = pytest.StashKey[str]()
@@ -60,8 +59,9 @@ def pytest_collection_modifyitems(config, items):
 def _group_batches(config, items) -> dict[str, int]:
     """Mark the tests of each batch with one xdist_group, and return {test id: its batch's weight}. A batch:
     the scenario keys (the parameter ids) of one BATCHED fixture whose tests carry the same SELECTING marks (so
-    that the make targets' -m take whole batches; xdist reads the groups before -m deselects), cut as tests/batches.py cuts the rendered files, from the scenario
-    files' headers (an estimate: the replay plans again on what it reads, within the batch)."""
+    that the make targets' -m take whole batches: xdist reads the groups before -m deselects), cut as
+    tests/batches.py cuts the rendered files, from the scenario files' headers (an estimate: the replay plans
+    again on the files it reads, within the batch)."""
     classes: dict[tuple, dict[str, list]] = {}
     for item in items:
         fixture = next((f for f in BATCHED if f in item.fixturenames), None)
@@ -84,22 +84,17 @@ def _group_batches(config, items) -> dict[str, int]:
 
 
 class _SelectionRecorder:
-    """After -k and -m have deselected: which parameter values each module's tests still use (a session
-    fixture builds only what was selected), and the selected keys of each batch."""
+    """After -k and -m have deselected: the selected keys of each batch (a replay runs only those)."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
-        chosen: dict = {}
         members: dict = {}
         groups = config.stash.get(_GROUP, {})
         for item in items:
             spec = getattr(item, "callspec", None)
-            if spec is not None:
-                chosen.setdefault((item.module.__name__, item.originalname), set()).add(spec.id)
-                for fixture in BATCHED:
-                    if (fixture, spec.id) in groups and fixture in item.fixturenames:
-                        members.setdefault(groups[(fixture, spec.id)], set()).add((fixture, spec.id))
-        config.stash[SELECTED] = chosen
+            for fixture in BATCHED if spec is not None else ():
+                if (fixture, spec.id) in groups and fixture in item.fixturenames:
+                    members.setdefault(groups[(fixture, spec.id)], set()).add((fixture, spec.id))
         # Under --dist loadgroup, pytest-xdist (whose hook ran before this one) put each test's xdist_group in its
         # id, where its scheduler reads it; where it could not, each worker would run the batches: the replays fail.
         lost = [i.nodeid for i in items if (mark := i.get_closest_marker("xdist_group"))
@@ -119,11 +114,6 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.pluginmanager.register(_SelectionRecorder(), "rulesgen-selection")
-
-
-def selected(config, module: str, test: str) -> set:
-    """Parameter ids of the selected cases of the parametrized `test` in `module` (empty: none)."""
-    return config.stash.get(SELECTED, {}).get((module, test), set())
 
 
 def replay_cases(every, quick, marks: Callable[[object], tuple] = lambda case: (), ids=None) -> list:

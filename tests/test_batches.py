@@ -80,3 +80,18 @@ def test_a_batch_judges_each_scenario_alone(tmp_path, promtool):
     write(tmp_path, {}, by="Hostname, gpu")
     rc, out = run(tmp_path / "pair.yaml")
     assert rc == 1 and "~rulesgen-batch-[0-9]+" in out
+
+
+def test_groups_cut_the_scenarios_before_any_render_as_plan_cuts_their_files():
+    """conftest's xdist groups: every scenario once, a group's scenarios on the same clock, at most
+    MAX_SCENARIOS and, past one, MAX_SAMPLES of estimated input."""
+    names = sorted(p.stem for p in batches.SCENARIO_DIR.glob("*.yaml"))
+    groups = batches.groups(names)
+    assert sorted(n for g in groups for n in g) == names and len(groups) < len(names) / 3
+    for g in groups:
+        assert len({batches._header(n)[0] for n in g}) == 1, g
+        assert len(g) <= batches.MAX_SCENARIOS
+        assert len(g) == 1 or sum(batches._header(n)[1][1] for n in g) <= batches.MAX_SAMPLES, g
+    assert batches.scenario_file("straggler@exporter-4.9") == batches.SCENARIO_DIR / "straggler.yaml"
+    interval, (duration, samples) = batches._header("straggler")
+    assert interval == (30, 60) and duration == 6 * 3600 and samples > 0
