@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -114,6 +115,11 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.pluginmanager.register(_SelectionRecorder(), "rulesgen-selection")
+    # A shell without job control starts a background command with SIGINT ignored, and every process it starts
+    # inherits that: the interrupt tests' renders (tests/test_interrupts.py) would ignore their Ctrl-C. The
+    # tests run as from a terminal (each xdist worker configures itself too).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def replay_cases(every, quick, marks: Callable[[object], tuple] = lambda case: (), ids=None) -> list:
@@ -291,7 +297,6 @@ def _run_cli_here(args: list[str], cwd: Path, env: dict | None = None) -> subpro
     """The command in this process, from `cwd`, with `env` as os.environ meanwhile
     (click's runner puts it back). The signal handlers the command installs are put back; an exception
     the command did not handle is printed to stderr with exit 1, as the interpreter would."""
-    import signal
     import traceback
 
     from click.testing import CliRunner
