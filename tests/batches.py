@@ -157,9 +157,11 @@ class Batch(tuple):
     """The keys of one job that returns {key: result} (conftest.Replays reads each key's result from it)."""
 
 
-def stems(paths) -> list[Batch]:
-    """plan() as the file stems of each batch: the keys of its job."""
-    return [Batch(p.stem for p in batch) for batch in plan([Path(p) for p in paths])]
+def per_batch(paths, job: Callable[[Batch], dict]) -> dict[Batch, Callable[[], dict]]:
+    """{stems of a batch: job(those stems)} over plan(paths), for a replay that takes a whole batch at once
+    (the sharding proof, the holds; jobs() below runs one engine per file)."""
+    keys = [Batch(p.stem for p in batch) for batch in plan([Path(p) for p in paths])]
+    return {k: (lambda k=k: job(k)) for k in keys}
 
 
 def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Batch, Callable[[], dict]]:

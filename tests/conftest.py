@@ -3,7 +3,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,7 +37,6 @@ BATCHED = ("promtool_results", "matrix_results", "results_on_2_42", "vmalert_res
 ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
                 **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
 BATCH_OF = pytest.StashKey[dict]()  # {(fixture, key): the selected keys of its batch}
-_GROUP = pytest.StashKey[dict]()    # {(fixture, key): its xdist_group}, before deselection
 UNGROUPED = pytest.StashKey[str]()
 SELECTING = {"slow", "sharded"}     # the marks by which the make targets select replays (Makefile: REPLAY)
 
@@ -48,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
         marks = {ENGINE_MARKS[f] for f in item.fixturenames if f in ENGINE_MARKS}
         for mark in sorted(marks | ({"engines"} if marks else set())):
             item.add_marker(getattr(pytest.mark, mark))
-    weight = _group_batches(config, items)
+    weight = _group_batches(items)
     # The replays first, the heaviest batches first (stable, otherwise in file order): pytest-xdist hands the
     # tests out in this order, so the long runs start early and the short tests fill the cores at the end.
     items.sort(key=lambda item: (not any(f in REPLAY_FIXTURES for f in item.fixturenames), -weight.get(item.nodeid, 0)))
@@ -57,7 +56,7 @@ def pytest_collection_modifyitems(config, items):
             {item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in items}))
 
 
-def _group_batches(config, items) -> dict[str, int]:
+def _group_batches(items) -> dict[str, int]:
     """Mark the tests of each batch with one xdist_group, and return {test id: its batch's weight}. A batch:
     the scenario keys (the parameter ids) of one BATCHED fixture whose tests carry the same SELECTING marks (so
     that the make targets' -m take whole batches: xdist reads the groups before -m deselects), cut as
@@ -70,17 +69,14 @@ def _group_batches(config, items) -> dict[str, int]:
         if fixture is not None and spec is not None:
             marks = tuple(sorted({m.name for m in item.iter_markers()} & SELECTING))
             classes.setdefault((fixture, marks), {}).setdefault(spec.id, []).append(item)
-    groups, weight = {}, {}
+    weight = {}
     for n, ((fixture, _), by_key) in enumerate(classes.items()):
         for k, keys in enumerate(batches.groups(by_key)):
-            name = f"{fixture}-{n}-{k}"
-            size = sum(batches.scenario_file(key).stat().st_size for key in keys if batches.scenario_file(key).is_file())
-            for key in keys:
-                groups[(fixture, key)] = name
-                for item in by_key[key]:
-                    item.add_marker(pytest.mark.xdist_group(name))
-                    weight[item.nodeid] = size
-    config.stash[_GROUP] = groups
+            files = [batches.scenario_file(key) for key in keys]
+            size = sum(f.stat().st_size for f in files if f.is_file())
+            for item in (item for key in keys for item in by_key[key]):
+                item.add_marker(pytest.mark.xdist_group(f"{fixture}-{n}-{k}"))
+                weight[item.nodeid] = size
     return weight
 
 
@@ -89,13 +85,11 @@ class _SelectionRecorder:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
-        members: dict = {}
-        groups = config.stash.get(_GROUP, {})
+        members: dict = {}  # {xdist_group: {(fixture, key)}}: a batch's tests are those of its group
         for item in items:
-            spec = getattr(item, "callspec", None)
-            for fixture in BATCHED if spec is not None else ():
-                if (fixture, spec.id) in groups and fixture in item.fixturenames:
-                    members.setdefault(groups[(fixture, spec.id)], set()).add((fixture, spec.id))
+            fixture = next((f for f in BATCHED if f in item.fixturenames), None)
+            if fixture is not None and (mark := item.get_closest_marker("xdist_group")):
+                members.setdefault(mark.args[0], set()).add((fixture, item.callspec.id))
         # Under --dist loadgroup, pytest-xdist (whose hook ran before this one) put each test's xdist_group in its
         # id, where its scheduler reads it; where it could not, each worker would run the batches: the replays fail.
         lost = [i.nodeid for i in items if (mark := i.get_closest_marker("xdist_group"))
@@ -205,7 +199,7 @@ def rendered_outputs(tmp_path_factory):
 # (one worker per core): a batch of several scenarios (tests/batches.py) runs once, for the tests its
 # xdist_group keeps in that worker.
 
-class Replays(Mapping):
+class Replays:
     """{key: result}: reading a key runs the jobs of its batch (the selected keys its xdist_group holds, or
     the key alone) in this process and keeps their results for the session. jobs_of(keys) returns {key: job}
     or {batches.Batch of keys: job returning {key: result}}; a dict jobs_of is {key: job} for every key."""
@@ -220,12 +214,6 @@ class Replays(Mapping):
             for k, job in jobs.items():
                 self._results.update(job() if isinstance(k, batches.Batch) else {k: job()})
         return self._results[key]
-
-    def __iter__(self):
-        return iter(self._results)
-
-    def __len__(self):
-        return len(self._results)
 
 
 def replay_fixture(setup: Callable) -> Callable:

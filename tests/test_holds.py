@@ -152,7 +152,7 @@ def hold_runs(request):
         work.mkdir()
         return dict(zip(names, first_firings(promtool, [tests / f"{n}.yaml" for n in names], [SCENARIOS[n] for n in names],
                                              work)))
-    return lambda names: {batch: (lambda batch=batch: job(batch)) for batch in batches.stems([tests / f"{n}.yaml" for n in names])}
+    return lambda names: batches.per_batch([tests / f"{n}.yaml" for n in names], job)
 
 
 def _key(s, e) -> str:

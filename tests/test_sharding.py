@@ -146,7 +146,7 @@ def sharding_verdicts(request):
             return se.compare_batch(promtool, [ALL[n] for n in names], topology, Path(tmp),
                                     [tests / f"{n}.yaml" for n in names])
 
-    return lambda names: {batch: (lambda batch=batch: job(batch)) for batch in batches.stems([tests / f"{n}.yaml" for n in names])}
+    return lambda names: batches.per_batch([tests / f"{n}.yaml" for n in names], job)
 
 
 @pytest.mark.equality
