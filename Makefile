@@ -4,6 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
+# Python's byte-code cache (__pycache__/, ignored by git) stays on: container images and CI runners often set
+# PYTHONDONTWRITEBYTECODE=1, and then each pytest worker, each target and each CLI process a test starts
+# compiles every module again (pytest's collection: 7.0 s -> 4.3 s a process with the cache).
+unexport PYTHONDONTWRITEBYTECODE
+
 # pytest with the engines on PATH, its tests spread over the cores by pytest-xdist (one worker per core;
 # tests that share one expensive run carry an xdist_group mark and land in one worker).
 PYTEST = PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
