@@ -13,6 +13,8 @@ unexport PYTHONDONTWRITEBYTECODE
 # tests that share one expensive run carry an xdist_group mark and land in one worker).
 PYTEST = PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/python -m pytest
 XDIST  ?= -n auto --dist loadgroup
+# More pytest options for make test, e.g. PYTEST_ARGS=-x (stop at the first failure: make mutants does).
+PYTEST_ARGS ?=
 
 # The *-all targets replay every case by default (REPLAY=all); REPLAY=rest: only the cases `make test`
 # leaves out (marker slow; CI runs them after make test has passed); REPLAY=rest-not-sharded: and not the
@@ -43,7 +45,7 @@ check: $(STAMP)
 test: $(STAMP) tools
 	@echo "engines (.tools/versions):"; sed 's/^/  /' .tools/versions 2>/dev/null || true
 	$(BIN)/ruff check --quiet rulesgen tests scripts fixtures benchmarks
-	$(PYTEST) $(XDIST)
+	$(PYTEST) $(XDIST) $(PYTEST_ARGS)
 
 # Pictures of the dashboards for docs/dashboards.md (scripts/dashboard_pictures.py: their layout drawn with matplotlib,
 # filled by one scenario replayed through promtool; a few minutes, not part of make check or make test).

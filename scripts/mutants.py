@@ -146,8 +146,9 @@ def run(repo: Path, plants: dict[int, Plant], command: str, render: bool,
 def main(argv=None) -> int:
     venv = Path(sys.prefix)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--command", default=f"make -o '{venv}/.installed' -o tools VENV='{venv}' test",
-                        help="run in the copy after each plant (default: make test, with this venv)")
+    parser.add_argument("--command", default=f"make -o '{venv}/.installed' -o tools VENV='{venv}' test PYTEST_ARGS=-x",
+                        help="run in the copy after each plant (default: make test, with this venv, stopped at its "
+                             "first failure: a caught plant costs minutes, not make test's whole run)")
     parser.add_argument("--only", help="the plants to run, by number (1-based, comma-separated)")
     parser.add_argument("--no-render", dest="render", action="store_false", help="do not re-render the copy")
     parser.add_argument("--list", action="store_true", help="list the plants and exit")
