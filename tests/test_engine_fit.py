@@ -2,6 +2,7 @@
 reading ALERTS in groups of their own unless linked to them, no chain of reads cut twice, the regrouping changing nothing any rule reads at any evaluation
 step, lint's checks of each, and the group delay field written only where an engine accepts it."""
 import functools
+import math
 import random
 import subprocess
 from pathlib import Path
@@ -161,6 +162,19 @@ def test_split_of_any_group_is_within_limit_isolated_and_order_preserving(seed):
         assert before[a] < before[b] and after[a] < after[b]
     assert engine_fit.split_group(group, limit) == pieces  # deterministic
     assert len({p.name for p in pieces}) == len(pieces)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 20])
+@pytest.mark.parametrize("over", [-1, 0, 1, 2, 21])
+@pytest.mark.parametrize("chained", [False, True])
+def test_a_run_is_cut_into_the_fewest_pieces_within_the_limit(limit, over, chained):
+    """The fallback cut of split_group (a run of one kind), at the limit's edges: a run one rule over the
+    limit (21 rules against Mimir's 20) is two pieces. The random groups above reach that edge rarely."""
+    n = max(1, limit + over)
+    pairs = {(k, k + 1) for k in range(n - 1)} if chained else set()
+    pieces = engine_fit._cut(list(range(n)), limit, pairs)
+    assert [k for p in pieces for k in p] == list(range(n))
+    assert len(pieces) == math.ceil(n / limit) and all(len(p) <= limit for p in pieces)
 
 
 def test_a_reader_evaluated_before_its_writer_stays_before_it():
