@@ -114,3 +114,14 @@ def test_the_selection_reading_would_see_a_target_that_drops_a_case():
     assert selects(["-m", "slow", "tests/test_victoriametrics.py::test_other"], tests) == set()
     assert selects(["-p", "no:cacheprovider", "-m", "slow", VM], tests) == {f"{VM}[a]"}  # an option's value is no path
     assert selects([], tests) == {f"{VM}[b]", "tests/test_x.py::test_y"}  # pyproject's addopts: not slow
+
+
+def test_update_first_firing_refuses_the_workers():
+    """tests/first_firing.yaml is rewritten whole by each hold test: under pytest-xdist two workers would each
+    write back the file as they read it, losing the other's scenarios. The option asks for one process."""
+    def pytest_run(*args):
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--update-first-firing",
+                               "--co", "-q", *args, "tests/test_layout.py"], cwd=ROOT, capture_output=True, text=True)
+    refused = pytest_run("-n", "2")
+    assert refused.returncode == 4 and "without -n" in refused.stderr, refused.stdout + refused.stderr
+    assert pytest_run("-n", "0").returncode == 0
