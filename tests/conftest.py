@@ -114,8 +114,7 @@ def pytest_configure(config):
     # tests run as from a terminal (each xdist worker configures itself too).
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if config.getoption("--update-first-firing") and (getattr(config.option, "numprocesses", None)
-                                                      or hasattr(config, "workerinput")):
+    if config.getoption("--update-first-firing") and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError("--update-first-firing rewrites tests/first_firing.yaml from one process: run it "
                                 "without -n (pytest-xdist's workers would overwrite each other's scenarios)")
 
