@@ -7,7 +7,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from .. import processes
 from ..builders.promtool_tests import (
@@ -16,7 +15,7 @@ from ..builders.promtool_tests import (
 from ..durations import format_duration
 from ..load.scenarios import Scenario
 from ..promql.text import label_set
-from ..render.yamltext import dump
+from ..render.yamltext import dump, load
 from .tools import find_tool
 
 _GOT = re.compile(r"^\s*got:\s*(.*)$")
@@ -76,7 +75,7 @@ def got_series(output: str) -> list[dict[str, str]]:
 
 def group_order(rule_paths: list[Path]) -> list[str]:
     """Group names in file order, the order the rule files were rendered to be evaluated in."""
-    return [g["name"] for p in rule_paths for g in (yaml.safe_load(p.read_text()) or {}).get("groups") or []]
+    return [g["name"] for p in rule_paths for g in (load(p.read_text()) or {}).get("groups") or []]
 
 
 def run_test(doc: dict, workdir: Path, name: str) -> str:

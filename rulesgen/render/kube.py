@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath
 
-import yaml
-
 from ..durations import format_duration
 from ..model.output import TIER_LABEL, Artifact, KubeOutput, RuleFile
 from .prometheus import groups_dict
-from .yamltext import dump, header
+from .yamltext import dump, header, load
 
 PROMETHEUS_RULE = ("monitoring.coreos.com/v1", "PrometheusRule", "deploy/prometheus-operator")
 VMRULE = ("operator.victoriametrics.com/v1beta1", "VMRule", "deploy/victoriametrics-operator")
@@ -105,7 +103,7 @@ def oversized(artifacts: list[Artifact], limit: int = ANNOTATION_LIMIT) -> list[
     out = []
     for a in artifacts:
         if a.path.startswith(DASHBOARD_FOLDERS) and not a.path.endswith("kustomization.yaml"):
-            size = last_applied_size(yaml.safe_load(a.text))
+            size = last_applied_size(load(a.text))
             if size > limit:
                 out.append((a.path, size))
     return out

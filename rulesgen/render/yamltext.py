@@ -17,6 +17,12 @@ def _str(dumper, value: str):
 _Dumper.add_representer(str, _str)
 
 
+def load(text: str):
+    """Plain data from YAML text rulesgen wrote, by libyaml's parser where PyYAML has it (about 40x faster
+    than the pure-Python one on the dashboard resources; no positions needed: load/yamlsource.py keeps those)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def dump(data) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100000, default_flow_style=False)
 
