@@ -29,6 +29,7 @@ from .load.settings import Settings, load_settings
 from .memo import Memo
 from .model.catalog import Catalog
 from .model.output import Artifact, RuleFile, RuleSet, ShardedRules
+from .model.slos import SLO_FAILURE_MODE
 from .render import kube
 from .render.alertmanager import render_alertmanager
 from .render.counters import render_counters
@@ -88,6 +89,13 @@ def inactive_expectations(scenario: Scenario, settings: Settings, resolved: Reso
     out = []
     for e in scenario.expect:
         mode = known.get(e.failure_mode)
+        if e.failure_mode == SLO_FAILURE_MODE:
+            if not settings.slos:
+                out.append(Diagnostic(scenario.path, *e.at, "inactive-failure-mode",
+                                      f"scenario {scenario.name} expects {SLO_FAILURE_MODE}, but {settings.source} names no "
+                                      "SLO (`slos:`): no burn alert can fire. Name the SLO in its `slos:` section, or remove "
+                                      "the expectation from the scenario"))
+            continue
         if mode is None:  # the scenario's load names unknown modes against the catalog
             out.append(Diagnostic(scenario.path, *e.at, "unknown-failure-mode",
                                   f"scenario {scenario.name} expects unknown failure mode {e.failure_mode!r}"))
@@ -121,7 +129,7 @@ def plan(catalog_dir: Path, config: Path | None, scenarios_dir: Path | None, sce
         artifacts += sharded_artifacts(sharded, settings.outputs.prometheus_rule.namespace)
     scenarios = []
     if scenario_tests and scenarios_dir is not None and scenarios_dir.is_dir():
-        scenarios = for_settings(load_scenarios(sorted(scenarios_dir.glob("*.yaml")), [fm.id for fm in catalog.failure_modes]),
+        scenarios = for_settings(load_scenarios(sorted(scenarios_dir.glob("*.yaml")), catalog.alert_modes),
                                  settings, resolved)
         replayed = [f for f in rules.files if f.path not in DASHBOARD_ONLY]
         rule_files = [os.path.relpath(f.path, "tests/promtool") for f in replayed]

@@ -18,7 +18,7 @@ from ..promql import graph as rule_graph
 from ..promql import printer as promql_print
 from ..promql import text as promql
 from ..promql import tree as promql_tree
-from . import baselines, covers, engine_fit, templates
+from . import baselines, covers, engine_fit, slos, templates
 
 RULE_FILES = (
     ("recording", "Recording rules the alerts read: normalised per-GPU signals, model limits, job and peer statistics."),
@@ -134,6 +134,9 @@ def build_rules(catalog: Catalog, settings: Settings, resolved: Resolved | None 
         if rules:
             files.append(RuleFile(path=conventions.rule_file(kind), groups=(RuleGroup(name, rules, interval), *extra),
                                   description=description))
+    slo_file = slos.build_slo_file(catalog, settings)
+    if slo_file is not None:
+        files.append(slo_file)
     # Engine fit: no group above max_rules_per_group, the rules reading ALERTS in groups of their own.
     return RuleSet(files=engine_fit.fit(files, settings.max_rules_per_group), inactive=resolved.inactive)
 

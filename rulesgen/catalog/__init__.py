@@ -18,12 +18,14 @@ from .metrics import check_bits_used, read_gpu_models, read_metrics, read_signal
 from .policy import read_xid_drain
 from .roles import read_roles, resolve_roles
 from .routing import read_routing
+from .slos import read_slos
 
 CATALOG_FILES = ("metrics.yaml", "signals.yaml", "failure_modes.yaml", "xid.yaml", "gpu_models.yaml")
 OPTIONAL_FILES = ("baselines.yaml",  # a catalog without it renders no baseline rules
                   "dcgm_health.yaml",  # without it DCGM's health verdict has no code classes and covers nothing
                   "alertmanager.yaml",  # without it: Alertmanager's default timings, no silences
-                  "dashboards.yaml")  # without it no hand-made dashboard panel is drawn, only the failure-mode rows
+                  "dashboards.yaml",  # without it no hand-made dashboard panel is drawn, only the failure-mode rows
+                  "slos.yaml")  # without it no SLO can be rendered
 
 
 def bundled_catalog_dir() -> Path:
@@ -82,6 +84,7 @@ def _load_catalog(directory: Path) -> Catalog:
     routing = read_routing(docs["alertmanager.yaml"], errors, modes) if "alertmanager.yaml" in docs else Routing()
     panels = read_dashboards(docs["dashboards.yaml"], errors, modes) if "dashboards.yaml" in docs else []
     texts = read_texts(docs["dashboards.yaml"], errors, panels) if "dashboards.yaml" in docs else ()
+    burn_tiers, slos = read_slos(docs["slos.yaml"], errors) if "slos.yaml" in docs else ((), ())
     roles = resolve_roles({**metric_roles, **record_roles}, {METRIC: {m.name for m in metrics}, RECORD: records},
                           {METRIC: metrics_at, RECORD: signals_at}, _readers(panels, baselines), errors)
     errors.raise_if_any()
@@ -89,7 +92,7 @@ def _load_catalog(directory: Path) -> Catalog:
                    gpu_default=default, gpu_models=tuple(models), baselines=tuple(baselines),
                    baseline_statistics=statistics, health=health, routing=routing, hand_made_panels=tuple(panels),
                    own_limits=tuple(own_limits), roles=roles, xid_drain=xid_drain,
-                   signal_windows=signal_windows, panel_texts=texts)
+                   signal_windows=signal_windows, panel_texts=texts, burn_tiers=burn_tiers, slos=slos)
 
 
 def _top_mapping(doc, path: str, name: str, errors: Collector) -> Node:

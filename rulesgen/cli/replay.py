@@ -48,7 +48,7 @@ def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names, fmt):
             sys.exit(1)
     plan = plan_or_fail(catalog, config, None)
     try:
-        scenarios = load_scenarios([Path(f) for f in files], [fm.id for fm in plan.catalog.failure_modes],
+        scenarios = load_scenarios([Path(f) for f in files], plan.catalog.alert_modes,
                                    known_metrics={n for m in plan.catalog.metrics for n in m.names},
                                    job_metrics=plan.settings.job_metrics.names)
         scenarios = arts.for_settings(scenarios, plan.settings, plan.resolved)
@@ -59,7 +59,7 @@ def replay_cmd(files, catalog, config, jobs, plot_path, dialect_names, fmt):
         scenarios = [apply(s, d, plan.catalog) for s in scenarios for d in dialects]
     failed = 0
     outcomes = []
-    modes = [fm.id for fm in plan.catalog.failure_modes]
+    modes = plan.catalog.alert_modes
     with tempfile.TemporaryDirectory(prefix="rulesgen-rules-") as tmp:
         arts.write_all(Path(tmp), [a for a in plan.artifacts if a.path.startswith("alerts/")])
         rule_paths = [Path(tmp, f.path) for f in plan.rules.files if f.path not in arts.DASHBOARD_ONLY]

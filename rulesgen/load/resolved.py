@@ -125,6 +125,7 @@ def check_against_catalog(settings: Settings, catalog) -> None:
                        f"(catalog: {', '.join(sorted({format_duration(a.for_seconds) for a in fm.alerts}))}), "
                        "or one bad sample pages someone")
     _check_hold_outlasts_detection(settings, catalog, errors)
+    _check_slos(settings, catalog, errors)
     errors.raise_if_any()
 
 
@@ -145,3 +146,26 @@ def _check_hold_outlasts_detection(settings: Settings, catalog, errors: Collecto
                        f"{silence.failure_mode}'s {name} ({format_duration(int(dark))}) plus two evaluation intervals "
                        f"({format_duration(needed)}): a lost GPU's other alerts would resolve before {silence.failure_mode} "
                        "holds them, then page again")
+
+
+def _check_slos(settings: Settings, catalog, errors: Collector) -> None:
+    """`slos:` names SLOs and burn tiers of catalog/slos.yaml; a grouping keeps the cluster label (the SLO's
+    counts are per cluster at least: a ruler over several clusters must not add them up unasked)."""
+    ids = [s.id for s in catalog.slos]
+    tiers = [t.name for t in catalog.burn_tiers]
+    for user in settings.slos:
+        if user.id not in ids:
+            errors.add(user.where, "unknown-slo", f"slos: unknown SLO {user.id!r}{did_you_mean(user.id, ids)}"
+                       f" (catalog/slos.yaml has: {', '.join(ids) or 'none'})")
+            continue
+        for name, _ in user.tiers:
+            if name not in tiers:
+                errors.add(user.tiers_where, "unknown-tier", f"slos.{user.id}.tiers: unknown burn tier {name!r}"
+                           f"{did_you_mean(name, tiers)} (known: {', '.join(tiers)})")
+        if user.group_by is not None and settings.cluster_label not in user.group_by:
+            errors.add(user.where, "bad-value", f"slos.{user.id}.group_by must keep {settings.cluster_label!r}, the "
+                       "cluster label: the counts of different clusters are not added up")
+        unknown = [label for label in user.group_by or () if label not in settings.gpu_labels]
+        if unknown:
+            errors.add(user.where, "bad-value", f"slos.{user.id}.group_by: {', '.join(unknown)} is not a label of a GPU's "
+                       f"inventory series (it has {', '.join(settings.gpu_labels)})")

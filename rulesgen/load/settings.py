@@ -9,13 +9,14 @@ from ..durations import format_duration
 from ..errors import Collector, Where
 from ..model import conventions
 from ..model.catalog import GROUPS, SEVERITIES
+from ..model.slos import SloSettings
 from ..promql.text import grouping_problem, selector_problems
 from .jobmetrics import JobMetricsSettings
 from .jobmetrics import parse_settings as _job_metrics_settings
 from .mapping import Fields
 from .settings_sections import (
     BaselineSettings, DashboardSettings, Outputs, ShardingSettings, parse_baselines, parse_dashboards, parse_outputs,
-    parse_sharding)
+    parse_sharding, parse_slos)
 from .yamlsource import load_file
 
 DEFAULT_SELECTOR = 'job=~"(nvidia-)?dcgm-exporter"'
@@ -79,6 +80,7 @@ class Settings:
     dashboards: DashboardSettings = DashboardSettings()
     baselines: BaselineSettings = BaselineSettings()
     job_metrics: JobMetricsSettings = JobMetricsSettings()  # the training jobs' own metrics (jobmetrics.py)
+    slos: tuple[SloSettings, ...] = ()  # `slos:`: the fleet SLOs to render (none unless named)
     source: str = "<defaults>"
     where_of_mode: tuple[tuple[str, object], ...] = field(default=(), compare=False)
     where_of_key: tuple[tuple[str, Where], ...] = field(default=(), compare=False)  # scrape_interval, failure_modes.X.for
@@ -362,6 +364,7 @@ def load_settings(path: Path | None) -> Settings:
     kwargs["given_urls"] = tuple(sorted(str(k) for k in urls.node))
     kwargs["dashboards"] = parse_dashboards(Fields(top.mapping("dashboards"), errors, "dashboards"), errors)
     kwargs["baselines"] = parse_baselines(Fields(top.mapping("baselines"), errors, "baselines"), errors)
+    kwargs["slos"] = parse_slos(top.mapping("slos"), errors, _LABEL)
     kwargs["job_metrics"] = _job_metrics_settings(Fields(top.mapping("job_metrics"), errors, "job_metrics"), errors)
     top.done()
     errors.raise_if_any()

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from ..errors import Collector
 from ..model.output import KubeOutput
+from ..model.slos import PERIODS, TIER_CHOICES, SloSettings
+from ..promql.text import grouping_problem
 from .mapping import Fields
 
 
@@ -253,3 +255,32 @@ def parse_sharding(fields: Fields, errors: Collector, label_pattern: str) -> Sha
         kwargs["single_server_objects"] = single
     fields.done()
     return ShardingSettings(**kwargs)
+
+
+def parse_slos(node, errors: Collector, label_pattern: str) -> tuple[SloSettings, ...]:
+    """`slos:` by SLO id; each value range-checked at its line (the ids and tier names against the catalog
+    in resolved.check_against_catalog)."""
+    out = []
+    for slo_id in node:
+        f = Fields(node[slo_id], errors, f"slos.{slo_id}", fallback=node.key_where.get(slo_id))
+        objective = f.num("objective", minimum=50, maximum=99.999)
+        period = f.duration("period")
+        if period is not None and period not in PERIODS:
+            errors.add(f.at("period"), "bad-value", f"slos.{slo_id}.period: {period}s is not a supported period (7d, 28d or 30d)")
+            period = None
+        tiers_node = f.mapping("tiers")
+        tf = Fields(tiers_node, errors, f"slos.{slo_id}.tiers", fallback=f.at("tiers"))
+        tiers = tuple((str(name), tf.str(name, choices=TIER_CHOICES) or "off") for name in tiers_node)
+        tf.done()
+        group_by = None
+        if f.has("group_by"):
+            group_by = tuple(f.str_list("group_by"))
+            for label in group_by:
+                problem = (f"{label!r} is not a label name" if not re.fullmatch(label_pattern, label)
+                           else grouping_problem(label))
+                if problem:
+                    errors.add(f.at("group_by"), "bad-value", f"slos.{slo_id}.group_by: {problem}")
+        out.append(SloSettings(id=str(slo_id), objective=objective, period=period, tiers=tiers, group_by=group_by,
+                               where=node.key_where.get(slo_id) or f.at("objective"), tiers_where=f.at("tiers")))
+        f.done()
+    return tuple(out)

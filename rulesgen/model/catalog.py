@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from ..errors import Where
 from .roles import ROLES
+from .slos import SLO_FAILURE_MODE, BurnTier, SloSpec
 
 SEVERITIES = ("critical", "warning", "info")
 ACTIONS = ("drain", "investigate", "optimize")
@@ -394,6 +395,13 @@ class Catalog:
     xid_drain: tuple[str, ...] = XID_DRAIN_UNDECLARED  # xid.yaml `drain:`: the XID classes whose alerts drain
     signal_windows: tuple[Window, ...] = ()  # signals.yaml `windows:`, read as [[ w.NAME ]] by the signals
     panel_texts: tuple[PanelText, ...] = ()  # dashboards.yaml `texts:`: the hand-made panels' descriptions
+    burn_tiers: tuple[BurnTier, ...] = ()  # slos.yaml: the multiwindow burn-rate tiers
+    slos: tuple[SloSpec, ...] = ()  # slos.yaml: the SLOs rulesgen can count (rulesgen.yaml `slos:` sets them)
+
+    @property
+    def alert_modes(self) -> list[str]:
+        """The failure_mode label values its alerts can carry: the failure modes', and slo_burn with slos.yaml."""
+        return [fm.id for fm in self.failure_modes] + ([SLO_FAILURE_MODE] if self.slos else [])
 
     def xid_codes(self, *classes: str) -> str:
         """Regex of the XID codes of the given classes (class order of XID_CLASSES, then catalog order), for

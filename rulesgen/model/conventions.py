@@ -104,11 +104,13 @@ BASELINE_DEVIATION_Z = "gpu:dcgm_baseline_deviation:z"
 # Event series (catalog/signals.yaml, "history"): one sample per event, nothing in between. With the daily
 # sums they are the only recorded series a rule may read over a day or more (rulesgen lint, dense-long-window).
 EVENT_OPERATION = "onset"
+# Hourly sums (the SLOs' counts, builders/slos.py): written by a group evaluated once an hour.
+HOURLY_SUM_OPERATION = "sum_1h"
 
 
 def is_sparse(record: str) -> bool:
-    """A recorded series with a few samples a day: an event series or the baselines' daily sums."""
-    return record.endswith(":" + EVENT_OPERATION) or record in (BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM, BASELINE_DAILY_SUMSQ)
+    """A recorded series with a few samples a day: an event series, an hourly sum or the baselines' daily sums."""
+    return record.endswith((":" + EVENT_OPERATION, ":" + HOURLY_SUM_OPERATION)) or record in (BASELINE_DAILY_COUNT, BASELINE_DAILY_SUM, BASELINE_DAILY_SUMSQ)
 
 
 def baseline_peers(level: str, statistic: str) -> str:

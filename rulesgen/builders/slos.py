@@ -1,0 +1,186 @@
+"""Fleet SLOs -> recording rules and burn-rate alerts (alerts/prometheus/slos.yaml; docs/slos.md).
+
+The GPU capacity SLI is an exact ratio of counted GPU-minutes, never an average of ratios: at every
+evaluation each GPU of the inventory adds one to the total and, when bad, one to the bad count; a window's
+ratio is the bad count summed over the window over the total summed over it. Windows under a day sum the
+per-evaluation counts; a day or more sums hourly sums (a 30-day window is 720 samples a series, not 43,200:
+promtool's 10,000-sample limit and a real server's cost). A GPU is bad while a drain-class alert fires on it,
+or its gpu_lost alert, or its node's exporter_down alert: those alerts' own `for:` absorbs a missed scrape or
+an exporter restart, so a restart spends nothing.
+"""
+from __future__ import annotations
+
+from ..durations import format_duration
+from ..load.settings import Settings
+from ..model import conventions
+from ..model.catalog import Catalog
+from ..model.output import Rule, RuleFile, RuleGroup
+from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, effective
+from ..promql.text import by, format_number
+
+RULE_FILE = conventions.rule_file("slos")
+DAY = 86400
+HOUR = 3600
+# The alerts whose subjects leave the inventory only when they resolve: a lost GPU, a node's exporter down.
+LOST_GPU, DOWN_NODE = "gpu_lost", "exporter_down"
+
+
+def active_slos(catalog: Catalog, settings: Settings) -> tuple[Slo, ...]:
+    specs = {s.id: s for s in catalog.slos}
+    return tuple(effective(specs[u.id], catalog.burn_tiers, u, settings.cluster_label) for u in settings.slos if u.id in specs)
+
+
+def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
+    slos = active_slos(catalog, settings)
+    if not slos:
+        return None
+    modes = {fm.id for fm in catalog.failure_modes}
+    groups = []
+    for slo in slos:
+        fast, hourly = _gpu_capacity(slo, settings, modes)
+        groups += [RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}", fast, settings.evaluation_interval),
+                   RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}-hourly", hourly, HOUR)]
+    return RuleFile(path=RULE_FILE, groups=tuple(groups),
+                    description="Fleet SLOs: good and bad GPU-minutes, burn rates, error budgets and burn-rate alerts.")
+
+
+def names(slo: Slo) -> dict[str, str]:
+    """The records of an SLO, by role."""
+    s = slo.id
+    return {"inventory": f"gpu:slo_{s}:inventory", "cause": f"gpu:slo_{s}_bad:cause",
+            "total": f"slo:{s}_total:count", "bad": f"slo:{s}_bad:count",
+            "by_mode": f"slo:{s}_bad_by_failure_mode:count",
+            "total_1h": f"slo:{s}_total:{conventions.HOURLY_SUM_OPERATION}",
+            "bad_1h": f"slo:{s}_bad:{conventions.HOURLY_SUM_OPERATION}",
+            "remaining": f"slo:{s}_error_budget:remaining", "exhaustion": f"slo:{s}_error_budget:exhaustion_seconds"}
+
+
+def ratio_record(slo: Slo, seconds: int) -> str:
+    return f"slo:{slo.id}:ratio_{format_duration(seconds)}"
+
+
+def windows(slo: Slo) -> list[int]:
+    """Every window a burn tier of the SLO reads, shortest first."""
+    return sorted({w for tier, _ in slo.tiers for w in (tier.long, tier.short)})
+
+
+def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str]) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+    n = names(slo)
+    gpu, node, ident = by(settings.gpu_labels), by(settings.node_labels), by(settings.gpu_identity)
+    group = by(slo.group_by)
+    kept = []  # the lost subjects the inventory remembers
+    if LOST_GPU in modes:
+        kept.append(f'and on ({ident}) group by ({ident}) (ALERTS{{failure_mode="{LOST_GPU}"}})')
+    if DOWN_NODE in modes:
+        kept.append(f'and on ({node}) group by ({node}) (ALERTS{{failure_mode="{DOWN_NODE}"}})')
+    memory = f"last_over_time({n['inventory']}[10m] offset 1s)"
+    inventory = f"group by ({gpu}) (gpu:dcgm_reporting:timestamp)" + "".join(f"\nor (\n  {memory}\n    {k}\n)" for k in kept)
+    cause = (f'group by ({ident}, failure_mode) (ALERTS{{alertstate="firing", action="drain"}})\n'
+             f"  * on ({ident}) group_left ({_extra(settings.gpu_labels, settings.gpu_identity)}) {n['inventory']}")
+    if DOWN_NODE in modes:
+        cause += (f"\nor {n['inventory']}\n  * on ({node}) group_left (failure_mode) group by ({node}, failure_mode) "
+                  f'(ALERTS{{alertstate="firing", failure_mode="{DOWN_NODE}"}})')
+    fast = [
+        Rule(record=n["inventory"], expr=inventory),
+        Rule(record=n["cause"], expr=cause),
+        Rule(record=n["total"], expr=f"count by ({group}) ({n['inventory']})"),
+        Rule(record=n["bad"], expr=f"count by ({group}) (group by ({gpu}) ({n['cause']}))\nor {n['total']} * 0"),
+        Rule(record=n["by_mode"], expr=f"count by ({group}, failure_mode) ({n['cause']})"),
+    ]
+    for w in windows(slo):
+        if w < DAY:
+            expr = f"sum_over_time({n['bad']}[{format_duration(w)}])\n/ sum_over_time({n['total']}[{format_duration(w)}])"
+        else:
+            expr = _hourly_ratio(n, w)
+        fast.append(Rule(record=ratio_record(slo, w), expr=expr))
+    fast.append(Rule(record=ratio_record(slo, slo.period), expr=_hourly_ratio(n, slo.period)))
+    budget = format_number(slo.budget)
+    fast.append(Rule(record=n["remaining"], expr=f"1 - {ratio_record(slo, slo.period)} / {budget}"))
+    fastest = min((t for t, _ in slo.tiers), key=lambda t: t.long, default=None)
+    if fastest is not None:
+        fast.append(Rule(record=n["exhaustion"],
+                         expr=f"clamp_min({n['remaining']}, 0) * {slo.period}\n"
+                              f"/ clamp_min({ratio_record(slo, fastest.long)} / {budget}, 0.001)"))
+    fast += [_burn_alert(slo, settings, cls) for cls in ALERT_CLASSES if any(c == cls for _, c in slo.tiers)]
+    fast.append(_absent_alert(slo, settings, n))
+    hourly = (Rule(record=n["bad_1h"], expr=f"sum_over_time({n['bad']}[1h])"),
+              Rule(record=n["total_1h"], expr=f"sum_over_time({n['total']}[1h])"))
+    return tuple(fast), hourly
+
+
+def _extra(labels, identity) -> str:
+    return by(label for label in labels if label not in identity)
+
+
+def _hourly_ratio(n: dict, seconds: int) -> str:
+    w = format_duration(seconds)
+    return f"sum_over_time({n['bad_1h']}[{w}])\n/ sum_over_time({n['total_1h']}[{w}])"
+
+
+def alert_name(slo: Slo, cls: str) -> str:
+    return f"{slo.spec.alert_prefix}Burn{cls.capitalize()}"
+
+
+def _burn_alert(slo: Slo, settings: Settings, cls: str) -> Rule:
+    budget = format_number(slo.budget)
+    branches = []
+    for tier, c in slo.tiers:
+        if c != cls:
+            continue
+        factor = format_number(round(tier.factor(slo.period), 6))
+        branches.append(f"(\n  {ratio_record(slo, tier.long)} / {budget} > {factor}\n"
+                        f"  and {ratio_record(slo, tier.short)} / {budget} > {factor}\n)")
+    tiers = ", ".join(f"{t.name} ({format_duration(t.long)} and {format_duration(t.short)} above "
+                      f"{format_number(round(t.factor(slo.period), 2))}x)" for t, c in slo.tiers if c == cls)
+    severity = "critical" if cls == "page" else "warning"
+    labels = {**dict(settings.extra_labels), "severity": severity, "failure_mode": SLO_FAILURE_MODE,
+              "action": "investigate", "slo": slo.id, "burn_tier": cls}
+    scope = " ".join(f"{{{{ $labels.{label} }}}}" for label in slo.group_by)
+    n = names(slo)
+    selector = _selector(slo)
+    args = " ".join(f"$labels.{label}" for label in slo.group_by)
+    period = format_duration(slo.period)
+    description = (
+        f"{slo.spec.title} (objective {format_number(slo.objective)}% of GPU-minutes over {period}) burns its error "
+        f"budget {{{{ $value | printf \"%.1f\" }}}}x as fast as the objective allows (tiers: {tiers}). "
+        f"{{{{ with query (printf `{n['exhaustion']}{selector}` {args}) }}}}At this rate the budget left is gone in "
+        f"{{{{ . | first | value | humanizeDuration }}}}. {{{{ end }}}}"
+        f"{{{{ with query (printf `{n['remaining']}{selector}` {args}) }}}}Budget left: "
+        f"{{{{ . | first | value | humanizePercentage }}}}. {{{{ end }}}}"
+        f"Spending it now (GPUs): {{{{ range query (printf `sort_desc({n['by_mode']}{selector})` {args}) }}}}"
+        f"{{{{ .Labels.failure_mode }}}} {{{{ .Value }}}}; {{{{ end }}}}")
+    annotations = {
+        "summary": f"{scope}: {slo.spec.title} SLO burning its error budget {{{{ $value | printf \"%.1f\" }}}}x too fast",
+        "description": description,
+        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
+        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet",
+                                                   tuple(label for label in slo.group_by if label == settings.cluster_label)),
+    }
+    return Rule(alert=alert_name(slo, cls), expr="\nor ".join(branches), labels=tuple(sorted(labels.items())),
+                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+
+
+def _selector(slo: Slo) -> str:
+    return "{" + ", ".join(f"{label}=%q" for label in slo.group_by) + "}"
+
+
+def _absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
+    """A cluster counted within the day whose inventory is gone: the SLO counts nothing there (its exporters'
+    targets removed, a selector that no longer matches). pyrra's SLOMetricAbsent, per cluster."""
+    labels = {**dict(settings.extra_labels), "severity": "warning", "failure_mode": SLO_FAILURE_MODE,
+              "action": "investigate", "slo": slo.id}
+    annotations = {
+        "summary": f"{{{{ $labels.{settings.cluster_label} }}}}: {slo.spec.title} SLO has lost its input: no GPU is counted",
+        "description": (f"{n['total']} has no series for cluster {{{{ $labels.{settings.cluster_label} }}}}, which had GPUs "
+                        f"within the day: no GPU of it reaches this evaluator through dcgm-exporter, so the {slo.spec.title} "
+                        "SLO counts nothing there and its burn alerts cannot fire. Check the exporters' targets and the "
+                        "rules' selector; a cluster taken out of service resolves this within a day."),
+        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
+        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (settings.cluster_label,)),
+    }
+    cluster = settings.cluster_label
+    expr = (f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
+            f"unless on ({cluster}) group by ({cluster}) ({n['total']})")
+    return Rule(alert=f"{slo.spec.alert_prefix}InputAbsent", expr=expr,
+                for_seconds=slo.spec.input_absent_for, labels=tuple(sorted(labels.items())),
+                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
