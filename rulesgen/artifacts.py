@@ -19,6 +19,7 @@ from .builders.promtool_tests import scenario_test
 from .builders.rules import build_rules
 from .builders.runbooks import build_runbooks
 from .builders.sharded import build_sharded
+from .builders.slos import active_slos
 from .catalog import load_catalog
 from .checks.rate_window import shortest_rate_window
 from .durations import format_duration
@@ -35,7 +36,7 @@ from .render.alertmanager import render_alertmanager
 from .render.counters import render_counters
 from .render.grafana import dashboard_artifacts, is_generated_dashboard, provider_artifact
 from .render.prometheus import render_rule_file
-from .render.runbooks import render_runbooks
+from .render.runbooks import render_runbooks, render_slo_runbook
 from .render.sharded import sharded_artifacts
 from .render.yamltext import PLACEHOLDER, dump_nested, dump_spliced, header
 
@@ -221,9 +222,12 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
     if out.alertmanager:
-        extra.append(render_alertmanager(build_alertmanager(settings, catalog.routing, inhibits(catalog, resolved))))
+        extra.append(render_alertmanager(build_alertmanager(settings, catalog.routing, inhibits(catalog, resolved),
+                                                                   active_slos(catalog, settings))))
     if out.runbooks:
         extra += render_runbooks(build_runbooks(catalog, settings, rules, resolved))
+        if active_slos(catalog, settings):
+            extra.append(render_slo_runbook(active_slos(catalog, settings)))
     if out.exporter_counters:
         extra += render_counters(exporter_counters(catalog, rules, out.prometheus_rule.namespace))
     return extra

@@ -12,13 +12,15 @@ from ..durations import format_duration
 from ..load.settings import Settings
 from ..model.catalog import Routing
 from ..model.output import AlertmanagerConfig
+from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo
 from .covers import Inhibit
 
 
-def build_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibit] = ()) -> AlertmanagerConfig:
+def build_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibit] = (), slos: tuple[Slo, ...] = ()) -> AlertmanagerConfig:
     """routing: catalog/alertmanager.yaml. covers: the catalog's covers as inhibit rules (rulesgen/builders/covers.py):
     the covered alert is a symptom of the same fault on the same GPU (or DCGM's verdict on it) and is
-    inhibited while both fire."""
+    inhibited while both fire. slos: an SLO's page-tier burn alert inhibits its ticket-tier one (the same SLO
+    and group: the fast burn says it all)."""
     am = settings.alertmanager
     host, cluster = settings.host_label, settings.cluster_label
     receiver = {"page": am.page_receiver, "ticket": am.ticket_receiver, "none": am.null_receiver}
@@ -52,6 +54,11 @@ def build_alertmanager(settings: Settings, routing: Routing, covers: list[Inhibi
         if c.label and c.values:
             target.append(_matcher(c.label, c.values))
         inhibit.append({"source_matchers": source, "target_matchers": target, "equal": list(scope["gpu"])})
+    for slo in slos:
+        if {c for _, c in slo.tiers} == set(ALERT_CLASSES):
+            same = [f'failure_mode="{SLO_FAILURE_MODE}"', f'slo="{slo.id}"']
+            inhibit.append({"source_matchers": same + ['burn_tier="page"'], "target_matchers": same + ['burn_tier="ticket"'],
+                            "equal": list(slo.group_by)})
     receivers = tuple(sorted({am.page_receiver, am.ticket_receiver, am.null_receiver}))
     return AlertmanagerConfig(route, tuple(inhibit), receivers)
 

@@ -15,7 +15,7 @@ from ..load.settings import Settings
 from ..model import conventions
 from ..model.catalog import Catalog
 from ..model.output import Rule, RuleFile, RuleGroup
-from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, effective
+from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, alert_name, effective
 from ..promql.text import by, format_number
 
 RULE_FILE = conventions.rule_file("slos")
@@ -37,7 +37,7 @@ def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
     modes = {fm.id for fm in catalog.failure_modes}
     groups = []
     for slo in slos:
-        fast, hourly = _gpu_capacity(slo, settings, modes)
+        fast, hourly = _gpu_capacity(slo, settings, modes, catalog.named("reporting"))
         groups += [RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}", fast, settings.evaluation_interval),
                    RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}-hourly", hourly, HOUR)]
     return RuleFile(path=RULE_FILE, groups=tuple(groups),
@@ -64,7 +64,8 @@ def windows(slo: Slo) -> list[int]:
     return sorted({w for tier, _ in slo.tiers for w in (tier.long, tier.short)})
 
 
-def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str]) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+    """reporting: the record with one series per reporting GPU (catalog role `reporting`)."""
     n = names(slo)
     gpu, node, ident = by(settings.gpu_labels), by(settings.node_labels), by(settings.gpu_identity)
     group = by(slo.group_by)
@@ -74,7 +75,7 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str]) -> tuple[tuple[
     if DOWN_NODE in modes:
         kept.append(f'and on ({node}) group by ({node}) (ALERTS{{failure_mode="{DOWN_NODE}"}})')
     memory = f"last_over_time({n['inventory']}[10m] offset 1s)"
-    inventory = f"group by ({gpu}) (gpu:dcgm_reporting:timestamp)" + "".join(f"\nor (\n  {memory}\n    {k}\n)" for k in kept)
+    inventory = f"group by ({gpu}) ({reporting})" + "".join(f"\nor (\n  {memory}\n    {k}\n)" for k in kept)
     cause = (f'group by ({ident}, failure_mode) (ALERTS{{alertstate="firing", action="drain"}})\n'
              f"  * on ({ident}) group_left ({_extra(settings.gpu_labels, settings.gpu_identity)}) {n['inventory']}")
     if DOWN_NODE in modes:
@@ -115,10 +116,6 @@ def _extra(labels, identity) -> str:
 def _hourly_ratio(n: dict, seconds: int) -> str:
     w = format_duration(seconds)
     return f"sum_over_time({n['bad_1h']}[{w}])\n/ sum_over_time({n['total_1h']}[{w}])"
-
-
-def alert_name(slo: Slo, cls: str) -> str:
-    return f"{slo.spec.alert_prefix}Burn{cls.capitalize()}"
 
 
 def _burn_alert(slo: Slo, settings: Settings, cls: str) -> Rule:

@@ -160,6 +160,12 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     conf(f"    pod: {_scalar(j.pod_label)}")
     conf(f"    rank: {_scalar(j.rank_label)}")
     gap()
+    if catalog.slos:  # opt-in: shown as prose, so that the uncommented template stays the defaults
+        prose("Fleet SLOs (docs/slos.md): none is rendered unless named here, e.g.",
+              *(f"slos: {{{slo.id}: {{objective: {_scalar(slo.objective)}, period: {format_duration(slo.period)}, "
+                f"tiers: {_pairs((t.name, t.alert) for t in catalog.burn_tiers)}, group_by: [{s.cluster_label}]}}}}"
+                for slo in catalog.slos))
+        gap()
     prose("Added to every alert, e.g. {team: gpu-platform}.")
     conf(f"extra_labels: {_pairs(s.extra_labels)}")
     gap()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..durations import format_duration
 from ..errors import Collector
 from ..model.output import KubeOutput
 from ..model.slos import PERIODS, TIER_CHOICES, SloSettings
@@ -266,11 +267,18 @@ def parse_slos(node, errors: Collector, label_pattern: str) -> tuple[SloSettings
         objective = f.num("objective", minimum=50, maximum=99.999)
         period = f.duration("period")
         if period is not None and period not in PERIODS:
-            errors.add(f.at("period"), "bad-value", f"slos.{slo_id}.period: {period}s is not a supported period (7d, 28d or 30d)")
+            errors.add(f.at("period"), "bad-value", f"slos.{slo_id}.period: {format_duration(period)} is not a supported period (7d, 28d or 30d)")
             period = None
         tiers_node = f.mapping("tiers")
         tf = Fields(tiers_node, errors, f"slos.{slo_id}.tiers", fallback=f.at("tiers"))
-        tiers = tuple((str(name), tf.str(name, choices=TIER_CHOICES) or "off") for name in tiers_node)
+        tiers = []
+        for name in tiers_node:
+            if tiers_node[name] is False:  # YAML 1.1 reads a bare `off` as false
+                tf.seen.add(name)
+                tiers.append((str(name), "off"))
+            else:
+                tiers.append((str(name), tf.str(name, choices=TIER_CHOICES) or "off"))
+        tiers = tuple(tiers)
         tf.done()
         group_by = None
         if f.has("group_by"):

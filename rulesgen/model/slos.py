@@ -73,6 +73,11 @@ class Slo:
         return round(1 - self.objective / 100, 12)
 
 
+def alert_name(slo: Slo, cls: str) -> str:
+    """The burn alert of an SLO's tier class: GPUCapacitySLOBurnPage, GPUCapacitySLOBurnTicket."""
+    return f"{slo.spec.alert_prefix}Burn{cls.capitalize()}"
+
+
 def effective(spec: SloSpec, tiers: tuple[BurnTier, ...], user: SloSettings, cluster_label: str) -> Slo:
     chosen = dict(user.tiers)
     return Slo(spec=spec, objective=spec.objective if user.objective is None else user.objective,

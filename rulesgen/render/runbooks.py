@@ -5,7 +5,11 @@ from __future__ import annotations
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from ..durations import format_duration
+from ..model.conventions import runbook_path
 from ..model.output import Artifact, RunbookPage
+from ..model.slos import SLO_FAILURE_MODE, Slo, alert_name as slo_alert_name
+from ..promql.text import format_number
 
 _ENV = SandboxedEnvironment(
     loader=jinja2.PackageLoader("rulesgen", "templates"),  # package data: works from a checkout and a wheel
@@ -29,3 +33,15 @@ def render_runbooks(pages: list[RunbookPage]) -> list[Artifact]:
                                              limits=p.limits, dashboard=p.dashboard, health=p.health,
                                              job_inputs=p.job_inputs))
             for p in pages]
+
+
+def render_slo_runbook(slos: tuple[Slo, ...]) -> Artifact:
+    """The slo_burn page every SLO alert's runbook_url opens: each SLO rendered, its tiers as a table."""
+    pages = [{"slo": s, "objective": format_number(s.objective), "period": format_duration(s.period),
+              "budget": format_number(round(s.budget * 100, 6)) + "%", "absent": f"{s.spec.alert_prefix}InputAbsent",
+              "absent_for": format_duration(s.spec.input_absent_for),
+              "tiers": [{"alert": slo_alert_name(s, cls), "name": t.name, "cls": cls, "long": format_duration(t.long),
+                         "short": format_duration(t.short), "factor": format_number(round(t.factor(s.period), 2)),
+                         "share": f"{t.budget_share:.0%}"} for t, cls in s.tiers]}
+             for s in slos]
+    return Artifact(runbook_path(SLO_FAILURE_MODE), _ENV.get_template("slo_runbook.md.j2").render(slos=pages))

@@ -1,0 +1,301 @@
+"""Fleet SLOs (catalog/slos.yaml, rulesgen.yaml `slos:`, builders/slos.py): the config's checks at their lines,
+the burn factors from the period, and the rendered rules replayed by promtool and vmalert-tool over
+synthetic fleets whose arithmetic is worked out below: a node lost for an hour pages a 32-GPU fleet, one GPU
+in 104 drained for days tickets and never pages, exporter restarts spend nothing, a cluster whose inventory
+vanishes says so."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+from conftest import engine_param, run_cli
+
+from rulesgen.artifacts import load_inputs
+from rulesgen.builders.slos import build_slo_file
+from rulesgen.builders.vmalert_tests import vmalert_rule_file
+from rulesgen.catalog import bundled_catalog_dir
+from rulesgen.load.settings import load_settings
+from rulesgen.render.prometheus import render_rule_file
+
+SLO_CONFIG = """\
+slos:
+  gpu_capacity:
+    objective: 99.5
+    period: 30d
+"""
+MODEL = "NVIDIA H100 80GB HBM3"
+STEP = 300  # the synthetic fleets' sample and evaluation interval (5m)
+
+
+def _render(tmp_path, config: str):
+    (tmp_path / "rulesgen.yaml").write_text(config)
+    result = run_cli("render", "--config", str(tmp_path / "rulesgen.yaml"), "--out", str(tmp_path / "out"), "--no-scenario-tests")
+    return result, tmp_path / "out"
+
+
+@pytest.fixture(scope="module")
+def slo_render(tmp_path_factory):
+    result, out = _render(tmp_path_factory.mktemp("slo"), SLO_CONFIG)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _groups(out):
+    return yaml.safe_load((out / "alerts/prometheus/slos.yaml").read_text())["groups"]
+
+
+def _rules(out) -> dict:
+    return {r.get("record") or r.get("alert"): r for g in _groups(out) for r in g["rules"]}
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body, line, expected", [
+    ("objective: 100", 3, "slos.gpu_capacity.objective must be within [50, 99.999], got 100"),
+    ("objective: 99.5\n    period: 14d", 4, "slos.gpu_capacity.period: 14d is not a supported period"),
+    ("tiers: {fast: pager}", 3, "slos.gpu_capacity.tiers.fast"),
+    ("tiers: {fastest: page}", 3, "unknown burn tier 'fastest'"),
+    ("group_by: [Hostname]", 2, "group_by must keep 'cluster'"),
+    ("group_by: [cluster, namespace]", 2, "namespace is not a label of a GPU's inventory series"),
+])
+def test_a_bad_slo_setting_is_named_at_its_line(tmp_path, body, line, expected):
+    result, _ = _render(tmp_path, f"slos:\n  gpu_capacity:\n    {body}\n")
+    assert result.returncode == 1 and expected in result.stderr, result.stderr
+    assert f"rulesgen.yaml:{line}:" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_slo_id(tmp_path):
+    result, _ = _render(tmp_path, "slos:\n  gpu_capacty:\n    objective: 99\n")
+    assert result.returncode == 1 and "unknown SLO 'gpu_capacty'" in result.stderr and "gpu_capacity" in result.stderr
+
+
+def test_settings_keep_what_the_user_set(tmp_path):
+    path = tmp_path / "rulesgen.yaml"
+    path.write_text("slos:\n  gpu_capacity:\n    objective: 99.9\n    period: 7d\n    tiers: {background: off, slow: page}\n")
+    (slo,) = load_settings(path).slos
+    assert (slo.objective, slo.period, dict(slo.tiers)) == (99.9, 7 * 86400, {"background": "off", "slow": "page"})
+
+
+def test_no_slos_section_renders_no_slo(rendered_outputs):
+    assert not (rendered_outputs / "alerts/prometheus/slos.yaml").exists()
+    assert not (rendered_outputs / "runbooks/slo-burn.md").exists()
+
+
+# --- the rules ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("period, factors", [
+    ("30d", {"1h": "14.4", "6h": "6", "1d": "3", "3d": "1"}),
+    ("28d", {"1h": "13.44", "6h": "5.6", "1d": "2.8", "3d": "0.933333"}),
+    ("7d", {"1h": "3.36", "6h": "1.4", "1d": "0.7", "3d": "0.233333"}),
+])
+def test_burn_factors_come_from_the_period_and_the_budget_share(tmp_path, period, factors):
+    result, out = _render(tmp_path, f"slos:\n  gpu_capacity:\n    objective: 99\n    period: {period}\n")
+    assert result.returncode == 0, result.stderr
+    rules = _rules(out)
+    text = rules["GPUCapacitySLOBurnPage"]["expr"] + rules["GPUCapacitySLOBurnTicket"]["expr"]
+    for window, factor in factors.items():
+        assert f"slo:gpu_capacity:ratio_{window} / 0.01 > {factor}\n" in text, (window, text)
+    assert rules["slo:gpu_capacity_error_budget:remaining"]["expr"] == f"1 - slo:gpu_capacity:ratio_{period} / 0.01"
+
+
+def test_burn_alerts_carry_the_contract_labels_and_a_tier_can_move_or_go(tmp_path):
+    result, out = _render(tmp_path, "slos:\n  gpu_capacity:\n    tiers: {medium: ticket, background: off}\n")
+    assert result.returncode == 0, result.stderr
+    rules = _rules(out)
+    page, ticket = rules["GPUCapacitySLOBurnPage"], rules["GPUCapacitySLOBurnTicket"]
+    assert page["labels"] == {"action": "investigate", "burn_tier": "page", "failure_mode": "slo_burn",
+                              "severity": "critical", "slo": "gpu_capacity"}
+    assert ticket["labels"]["burn_tier"] == "ticket" and ticket["labels"]["severity"] == "warning"
+    assert "ratio_6h" in ticket["expr"] and "ratio_6h" not in page["expr"]
+    assert "ratio_3d" not in ticket["expr"] and "slo:gpu_capacity:ratio_3d" not in rules
+    for alert in (page, ticket):
+        assert alert["annotations"]["runbook_url"].endswith("/runbooks/slo-burn.md")
+        assert "{{ $labels.cluster }}" in alert["annotations"]["summary"]
+        assert "slo:gpu_capacity_bad_by_failure_mode:count" in alert["annotations"]["description"]
+    assert "burn_tier" not in rules["GPUCapacitySLOInputAbsent"]["labels"]
+
+
+def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_render):
+    groups = {g["name"]: g for g in _groups(slo_render)}
+    hourly = groups["rulesgen-slo-gpu-capacity-hourly"]
+    assert hourly["interval"] == "1h"
+    assert {r["record"] for r in hourly["rules"]} == {"slo:gpu_capacity_bad:sum_1h", "slo:gpu_capacity_total:sum_1h"}
+    rules = _rules(slo_render)
+    for window in ("1d", "3d", "30d"):
+        assert f"sum_1h[{window}]" in rules[f"slo:gpu_capacity:ratio_{window}"]["expr"]
+    for window in ("5m", "30m", "1h", "2h", "6h"):
+        assert f"_bad:count[{window}]" in rules[f"slo:gpu_capacity:ratio_{window}"]["expr"]
+    assert all(len(g["rules"]) <= 20 for g in _groups(slo_render))
+
+
+def test_page_inhibits_ticket_of_the_same_slo_and_cluster(slo_render):
+    inhibit = yaml.safe_load(next((slo_render / "alertmanager").glob("*.yaml")).read_text())["inhibit_rules"]
+    assert {"source_matchers": ['failure_mode="slo_burn"', 'slo="gpu_capacity"', 'burn_tier="page"'],
+            "target_matchers": ['failure_mode="slo_burn"', 'slo="gpu_capacity"', 'burn_tier="ticket"'],
+            "equal": ["cluster"]} in inhibit
+
+
+def test_the_slo_rules_lint_clean(slo_render):
+    result = run_cli("lint", cwd=slo_render)
+    assert result.returncode == 0 and " 0 finding(s)" in result.stderr, result.stdout + result.stderr
+
+
+def test_an_scenario_expecting_slo_burn_needs_a_config_naming_an_slo(tmp_path):
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "s.yaml").write_text(
+        "name: s\ndescription: d\ninterval: 1m\nduration: 10m\nseries:\n"
+        "  - series: 'DCGM_FI_DEV_GPU_TEMP{job=\"dcgm-exporter\", Hostname=\"n\", gpu=\"0\", UUID=\"U\", modelName=\"m\"}'\n"
+        "    values: '40x10'\nexpect:\n  - failure_mode: slo_burn\n    labels: {slo: gpu_capacity}\n    after: 1m\n    within: 5m\n")
+    (tmp_path / "rulesgen.yaml").write_text("urls: {}\n")
+    result = run_cli("render", "--config", str(tmp_path / "rulesgen.yaml"), "--scenarios", str(scenarios),
+                     "--scenario-tests", "--out", str(tmp_path / "out"))
+    assert result.returncode == 1 and "expects slo_burn" in result.stderr and "s.yaml:" in result.stderr, result.stderr
+
+
+# --- replays of synthetic fleets ----------------------------------------------------------------------
+
+def _gpu(cluster, host, gpu):
+    return (f'cluster="{cluster}", Hostname="{host}", gpu="{gpu}", UUID="GPU-{host}-{gpu}", '
+            f'modelName="{MODEL}"')
+
+
+def _values(steps: int, gaps=()) -> str:
+    """1 at every step of [0, steps], `_` inside each (start, end) gap, a stale marker at its start."""
+    out = []
+    for i in range(steps + 1):
+        inside = [(a, b) for a, b in gaps if a <= i < b]
+        out.append(("stale" if inside[0][0] == i else "_") if inside else "1")
+    return " ".join(out)
+
+
+def _alert(labels: str, steps: int, pending: tuple[int, int] | None, firing: tuple[int, int] | None):
+    """ALERTS series of one alert: pending over [a, b), firing over [a, b) (steps)."""
+    series = []
+    for state, span in (("pending", pending), ("firing", firing)):
+        if span:
+            values = " ".join("1" if span[0] <= i < span[1] else "_" for i in range(steps + 1))
+            series.append({"series": f'ALERTS{{alertstate="{state}", {labels}}}', "values": values})
+    return series
+
+
+def _h(hours: float) -> int:
+    return int(hours * 3600 / STEP)
+
+
+def _node_lost_fleet():
+    """32 GPUs (4 nodes of 8) for 3 days; node n4's exporter dies at 66h for an hour: exporter_down pending 5
+    minutes, firing 66h05m-67h05m. Its 8 GPUs are 25% of the fleet: the 1h window passes 14.4x (7.2%) after 4
+    bad evaluations (8.3%), ~66h25m. The 6h window passes 6x (3%) after 9 (66h45m): 13 evaluations x 8 GPUs
+    spend 520 GPU-minutes, more than 5% of the month's 6,912, so the page holds until the 30m window has no bad
+    evaluation left (67h35m). With 66h of healthy history the 1d and 3d windows stay under their factors (3d:
+    65 bad minutes x 8 / (4,320 x 32) = 0.38% < 0.5%): no ticket. Node n2's exporter restarts every 6 hours:
+    5 minutes without GPUs, exporter_down pending, never firing: nothing spent."""
+    steps = _h(72)
+    lost, back = _h(66), _h(67) + 1
+    restarts = [(_h(h), _h(h) + 1) for h in range(6, 72, 6)]
+    series = []
+    for n in range(1, 5):
+        gaps = [(lost, back)] if n == 4 else restarts if n == 2 else []
+        for g in range(8):
+            series.append({"series": f"gpu:dcgm_reporting:timestamp{{{_gpu('c1', f'n{n}', g)}}}",
+                           "values": _values(steps, gaps)})
+    node = 'alertname="DCGMExporterDown", cluster="c1", Hostname="{}", failure_mode="exporter_down", severity="warning", action="investigate"'
+    series += _alert(node.format("n4"), steps, (lost, lost + 1), (lost + 1, back + 1))
+    for a, _ in restarts:
+        series += _alert(node.format("n2"), steps, (a, a + 1), None)
+    page = {"burn_tier": "page", "failure_mode": "slo_burn", "slo": "gpu_capacity", "cluster": "c1",
+            "severity": "critical", "action": "investigate"}
+    checks = [(_h(66) + 3, "GPUCapacitySLOBurnPage", []), (_h(66) + 5, "GPUCapacitySLOBurnPage", [page]),
+              (_h(67), "GPUCapacitySLOBurnPage", [page]), (_h(67) + 3, "GPUCapacitySLOBurnPage", [page]),
+              (_h(67) + 7, "GPUCapacitySLOBurnPage", []),
+              (_h(67), "GPUCapacitySLOBurnTicket", []), (_h(71), "GPUCapacitySLOBurnTicket", []),
+              (_h(36), "GPUCapacitySLOBurnPage", []), (_h(36) + 1, "GPUCapacitySLOInputAbsent", [])]
+    return steps, series, checks
+
+
+def _one_in_a_hundred_fleet():
+    """104 GPUs (13 nodes of 8) for 4 days; GPU 3 of n7 has a firing drain alert (ecc_uncorrectable) from 24h
+    to the end: 1/104 = 0.96% of the GPU-minutes, under the page factors (7.2%, 3%) and the 1d tier's 1.5%,
+    over the background tier's 0.5% once the bad hours are 52% of the 3d window's: ~50h (hourly sums: the
+    ratio lags up to an hour). The ticket then holds to the end."""
+    steps = _h(96)
+    series = [{"series": f"gpu:dcgm_reporting:timestamp{{{_gpu('c1', f'n{n}', g)}}}", "values": _values(steps)}
+              for n in range(1, 14) for g in range(8)]
+    series += _alert(f'alertname="GPUEccUncorrectable", {_gpu("c1", "n7", 3)}, failure_mode="ecc_uncorrectable", '
+                     'severity="critical", action="drain"', steps, None, (_h(24), steps + 1))
+    ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "gpu_capacity", "cluster": "c1",
+              "severity": "warning", "action": "investigate"}
+    checks = [(_h(48), "GPUCapacitySLOBurnTicket", []), (_h(52), "GPUCapacitySLOBurnTicket", [ticket]),
+              (_h(95), "GPUCapacitySLOBurnTicket", [ticket])]
+    checks += [(_h(h), "GPUCapacitySLOBurnPage", []) for h in (25, 30, 52, 95)]
+    return steps, series, checks
+
+
+def _cluster_vanishes_fleet():
+    """Two clusters of 8 GPUs; c2's exporters are removed from service discovery at 3h (no alert: its GPUs just
+    stop): the input-absent alert names c2 15 minutes later and stays until the day has passed; c1 counts on."""
+    steps = _h(6)
+    gone = _h(3)
+    series = [{"series": f"gpu:dcgm_reporting:timestamp{{{_gpu(c, 'n1', g)}}}",
+               "values": _values(steps, [(gone, steps + 1)] if c == "c2" else [])}
+              for c in ("c1", "c2") for g in range(8)]
+    absent = {"failure_mode": "slo_burn", "slo": "gpu_capacity", "cluster": "c2", "severity": "warning",
+              "action": "investigate"}
+    checks = [(gone + 2, "GPUCapacitySLOInputAbsent", []), (gone + 4, "GPUCapacitySLOInputAbsent", [absent]),
+              (_h(6), "GPUCapacitySLOInputAbsent", [absent]), (_h(6), "GPUCapacitySLOBurnPage", [])]
+    return steps, series, checks
+
+
+FLEETS = {"node-lost-hour-pages": _node_lost_fleet, "one-in-a-hundred-tickets": _one_in_a_hundred_fleet,
+          "cluster-vanishes": _cluster_vanishes_fleet}
+
+
+def _test_document(rule_file: str, fleet, engine: str) -> dict:
+    """The fleet as a unit test of `engine`: each check an expression test of the alert's firing ALERTS series
+    (labels only, without the group vmalert adds as `alertgroup`: the annotations query other records)."""
+    steps, series, checks = fleet()
+    step = f"{STEP // 60}m"
+    key = "promql_expr_test" if engine == "promtool" else "metricsql_expr_test"
+    tests = [{"expr": f'max without (alertgroup) (ALERTS{{alertname="{name}", alertstate="firing"}})',
+              "eval_time": f"{t * STEP // 60}m",
+              "exp_samples": [{"labels": _labels({"alertname": name, "alertstate": "firing", **labels}), "value": 1}
+                              for labels in expected]}
+             for t, name, expected in checks]
+    return {"rule_files": [rule_file], "evaluation_interval": step,
+            "tests": [{"interval": step, "input_series": series, key: tests}]}
+
+
+def _labels(labels: dict) -> str:
+    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _vmalert_copy(out, tmp_path) -> str:
+    """The SLO rules as tests/vmalert/ reads the replayed rules: one group per dependency level (vmalert-tool
+    flushes its storage after each group only, builders/vmalert_tests.py)."""
+    catalog, settings = load_inputs(bundled_catalog_dir(), out.parent / "rulesgen.yaml")
+    path = tmp_path / "slos-vmalert.yaml"
+    path.write_text(render_rule_file(vmalert_rule_file([build_slo_file(catalog, settings)], str(path))))
+    return str(path)
+
+
+# make test replays every fleet on promtool and the smallest on vmalert-tool; CI's make test-vm-all the others
+# (marker slow: 20-45 s each).
+REPLAYS = [pytest.param(*engine_param(engine).values, fleet, id=f"{fleet}-{engine_param(engine).id}",
+                        marks=(*engine_param(engine).marks, *((pytest.mark.slow,) if engine == "vmalert_tool"
+                                                               and fleet != "cluster-vanishes" else ())))
+           for engine in ("promtool", "vmalert_tool") for fleet in sorted(FLEETS)]
+
+
+@pytest.mark.parametrize("engine, fleet", REPLAYS)
+def test_slo_rules_replayed_over_a_synthetic_fleet(slo_render, tmp_path, request, engine, fleet):
+    binary = request.getfixturevalue(engine)
+    rules = str(slo_render / "alerts/prometheus/slos.yaml") if engine == "promtool" else _vmalert_copy(slo_render, tmp_path)
+    doc = _test_document(rules, FLEETS[fleet], engine)
+    path = tmp_path / f"{fleet}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cmd = [binary, "test", "rules", str(path)] if engine == "promtool" else [binary, "unittest", f"--files={path}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
