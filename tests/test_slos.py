@@ -213,7 +213,12 @@ def _node_lost_fleet():
               (_h(67) + 7, "GPUCapacitySLOBurnPage", []),
               (_h(67), "GPUCapacitySLOBurnTicket", []), (_h(71), "GPUCapacitySLOBurnTicket", []),
               (_h(36), "GPUCapacitySLOBurnPage", []), (_h(36) + 1, "GPUCapacitySLOInputAbsent", [])]
-    return steps, series, checks
+    # The budget split: the one cause (exporter_down), node (n4) and model spend all that is spent, n2 nothing.
+    whole = "round({} + on (cluster) group_left () slo:gpu_capacity_error_budget:remaining, 0.001)"
+    values = [(_h(72), whole.format(f"slo:gpu_capacity_error_budget:spent_by_{dim}"), [({"cluster": "c1", **labels}, 1)])
+              for dim, labels in (("failure_mode", {"failure_mode": "exporter_down"}), ("node", {"Hostname": "n4"}),
+                                  ("model", {"modelName": MODEL}))]
+    return steps, series, checks, values
 
 
 def _one_in_a_hundred_fleet():
@@ -231,7 +236,7 @@ def _one_in_a_hundred_fleet():
     checks = [(_h(48), "GPUCapacitySLOBurnTicket", []), (_h(52), "GPUCapacitySLOBurnTicket", [ticket]),
               (_h(95), "GPUCapacitySLOBurnTicket", [ticket])]
     checks += [(_h(h), "GPUCapacitySLOBurnPage", []) for h in (25, 30, 52, 95)]
-    return steps, series, checks
+    return steps, series, checks, []
 
 
 def _cluster_vanishes_fleet():
@@ -246,7 +251,7 @@ def _cluster_vanishes_fleet():
               "action": "investigate"}
     checks = [(gone + 2, "GPUCapacitySLOInputAbsent", []), (gone + 4, "GPUCapacitySLOInputAbsent", [absent]),
               (_h(6), "GPUCapacitySLOInputAbsent", [absent]), (_h(6), "GPUCapacitySLOBurnPage", [])]
-    return steps, series, checks
+    return steps, series, checks, []
 
 
 FLEETS = {"node-lost-hour-pages": _node_lost_fleet, "one-in-a-hundred-tickets": _one_in_a_hundred_fleet,
@@ -256,7 +261,7 @@ FLEETS = {"node-lost-hour-pages": _node_lost_fleet, "one-in-a-hundred-tickets": 
 def _test_document(rule_file: str, fleet, engine: str) -> dict:
     """The fleet as a unit test of `engine`: each check an expression test of the alert's firing ALERTS series
     (labels only, without the group vmalert adds as `alertgroup`: the annotations query other records)."""
-    steps, series, checks = fleet()
+    steps, series, checks, values = fleet()
     step = f"{STEP // 60}m"
     key = "promql_expr_test" if engine == "promtool" else "metricsql_expr_test"
     tests = [{"expr": f'max without (alertgroup) (ALERTS{{alertname="{name}", alertstate="firing"}})',
@@ -264,6 +269,9 @@ def _test_document(rule_file: str, fleet, engine: str) -> dict:
               "exp_samples": [{"labels": _labels({"alertname": name, "alertstate": "firing", **labels}), "value": 1}
                               for labels in expected]}
              for t, name, expected in checks]
+    tests += [{"expr": expr, "eval_time": f"{t * STEP // 60}m",
+               "exp_samples": [{"labels": _labels(labels), "value": value} for labels, value in expected]}
+              for t, expr, expected in values]
     return {"rule_files": [rule_file], "evaluation_interval": step,
             "tests": [{"interval": step, "input_series": series, key: tests}]}
 

@@ -52,7 +52,15 @@ def names(slo: Slo) -> dict[str, str]:
             "by_mode": f"slo:{s}_bad_by_failure_mode:count",
             "total_1h": f"slo:{s}_total:{conventions.HOURLY_SUM_OPERATION}",
             "bad_1h": f"slo:{s}_bad:{conventions.HOURLY_SUM_OPERATION}",
-            "remaining": f"slo:{s}_error_budget:remaining", "exhaustion": f"slo:{s}_error_budget:exhaustion_seconds"}
+            "remaining": f"slo:{s}_error_budget:remaining", "exhaustion": f"slo:{s}_error_budget:exhaustion_seconds",
+            "by_mode_1h": f"slo:{s}_bad_by_failure_mode:{conventions.HOURLY_SUM_OPERATION}",
+            "by_node": f"node:slo_{s}_bad:count", "by_node_1h": f"node:slo_{s}_bad:{conventions.HOURLY_SUM_OPERATION}",
+            "by_model": f"model:slo_{s}_bad:count", "by_model_1h": f"model:slo_{s}_bad:{conventions.HOURLY_SUM_OPERATION}"}
+
+
+def spent_record(slo: Slo, dimension: str) -> str:
+    """The share of the period's error budget spent by each value of `dimension` (failure_mode, node, model)."""
+    return f"slo:{slo.id}_error_budget:spent_by_{dimension}"
 
 
 def ratio_record(slo: Slo, seconds: int) -> str:
@@ -81,21 +89,32 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
     if DOWN_NODE in modes:
         cause += (f"\nor {n['inventory']}\n  * on ({node}) group_left (failure_mode) group by ({node}, failure_mode) "
                   f'(ALERTS{{alertstate="firing", failure_mode="{DOWN_NODE}"}})')
+    per_node = by(dict.fromkeys((*slo.group_by, settings.host_label)))
+    per_model = by(dict.fromkeys((*slo.group_by, "modelName")))
+    bad_gpus = f"group by ({gpu}) ({n['cause']})"
     fast = [
         Rule(record=n["inventory"], expr=inventory),
         Rule(record=n["cause"], expr=cause),
         Rule(record=n["total"], expr=f"count by ({group}) ({n['inventory']})"),
-        Rule(record=n["bad"], expr=f"count by ({group}) (group by ({gpu}) ({n['cause']}))\nor {n['total']} * 0"),
+        Rule(record=n["bad"], expr=f"count by ({group}) ({bad_gpus})\nor {n['total']} * 0"),
         Rule(record=n["by_mode"], expr=f"count by ({group}, failure_mode) ({n['cause']})"),
+        Rule(record=n["by_node"], expr=f"count by ({per_node}) ({bad_gpus})"),
+        Rule(record=n["by_model"], expr=f"count by ({per_model}) ({bad_gpus})"),
     ]
-    for w in windows(slo):
+    windows_read = windows(slo)
+    for w in windows_read + ([slo.period] if slo.period not in windows_read else []):
         if w < DAY:
             expr = f"sum_over_time({n['bad']}[{format_duration(w)}])\n/ sum_over_time({n['total']}[{format_duration(w)}])"
         else:
             expr = _hourly_ratio(n, w)
         fast.append(Rule(record=ratio_record(slo, w), expr=expr))
-    fast.append(Rule(record=ratio_record(slo, slo.period), expr=_hourly_ratio(n, slo.period)))
     budget = format_number(slo.budget)
+    period = format_duration(slo.period)
+    # The budget spent over the period by cause: a GPU bad for two causes counts in each (its failure modes').
+    for dimension, key in (("failure_mode", "by_mode_1h"), ("node", "by_node_1h"), ("model", "by_model_1h")):
+        fast.append(Rule(record=spent_record(slo, dimension),
+                         expr=f"sum_over_time({n[key]}[{period}])\n/ on ({group}) group_left ()\n"
+                              f"  (sum_over_time({n['total_1h']}[{period}]) * {budget})"))
     fast.append(Rule(record=n["remaining"], expr=f"1 - {ratio_record(slo, slo.period)} / {budget}"))
     fastest = min((t for t, _ in slo.tiers), key=lambda t: t.long, default=None)
     if fastest is not None:
@@ -104,8 +123,8 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
                               f"/ clamp_min({ratio_record(slo, fastest.long)} / {budget}, 0.001)"))
     fast += [_burn_alert(slo, settings, cls) for cls in ALERT_CLASSES if any(c == cls for _, c in slo.tiers)]
     fast.append(_absent_alert(slo, settings, n))
-    hourly = (Rule(record=n["bad_1h"], expr=f"sum_over_time({n['bad']}[1h])"),
-              Rule(record=n["total_1h"], expr=f"sum_over_time({n['total']}[1h])"))
+    hourly = tuple(Rule(record=n[f"{key}_1h"], expr=f"sum_over_time({n[key]}[1h])")
+                   for key in ("bad", "total", "by_mode", "by_node", "by_model"))
     return tuple(fast), hourly
 
 
