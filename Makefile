@@ -77,7 +77,7 @@ test-interrupts-all: $(STAMP)
 
 # Every scenario on vmalert-tool (make test runs a subset): CI's longest suite, about 17 minutes on 2 cores (replays several scenarios to a run: tests/batches.py).
 test-vm-all: $(STAMP) tools
-	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_victoriametrics.py::test_scenario_passes_vmalert_tool tests/test_slos.py::test_slo_rules_replayed_over_a_synthetic_fleet
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_victoriametrics.py::test_scenario_passes_vmalert_tool tests/test_slos.py::test_slo_rules_replayed_over_a_synthetic_fleet tests/test_slos.py::test_a_lost_node_pages_the_capacity_slo_from_the_dcgm_series
 
 # Every scenario on promtool 3.5 (make test replays QUICK of tests/test_scenarios.py): about 7 minutes on 2 cores in batches.
 test-scenarios-all: $(STAMP) tools

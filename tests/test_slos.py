@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import engine_param, run_cli
+from conftest import ROOT, engine_param, run_cli
 
 from rulesgen.artifacts import load_inputs
 from rulesgen.builders.slos import build_slo_file
@@ -306,4 +306,37 @@ def test_slo_rules_replayed_over_a_synthetic_fleet(slo_render, tmp_path, request
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     cmd = [binary, "test", "rules", str(path)] if engine == "promtool" else [binary, "unittest", f"--files={path}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+# --- a real scenario, end to end ------------------------------------------------------------------------------
+
+def _with_slo_expectation(tmp_path):
+    """fixtures/scenarios/gpu-lost-every-gpu (a 17-GPU fleet: one GPU lost at 20m, a whole 8-GPU node at 30m, to the
+    end), expecting the capacity SLO's page from the DCGM series through gpu_lost: 9 of 17 GPUs bad pass the 30m
+    window's 6x (3%) at once and the 6h window's (over the half hour of history there is) within minutes."""
+    doc = yaml.safe_load((ROOT / "fixtures/scenarios/gpu-lost-every-gpu.yaml").read_text())
+    doc["expect"].append({"failure_mode": "slo_burn", "labels": {"slo": "gpu_capacity", "burn_tier": "page"},
+                          "after": "30m", "within": "10m", "continuous": True})
+    doc["also_allowed"].append("slo_burn")  # the ticket tier: an hour of history is all of its day
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "gpu-lost-every-gpu.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    (tmp_path / "rulesgen.yaml").write_text(SLO_CONFIG)
+    result = run_cli("render", "--config", str(tmp_path / "rulesgen.yaml"), "--scenarios", str(scenarios),
+                     "--scenario-tests", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    return tmp_path / "out"
+
+
+@pytest.mark.parametrize("engine", [engine_param("promtool"),
+                                    pytest.param(*engine_param("vmalert_tool").values, id="vmalert-tool",
+                                                 marks=(*engine_param("vmalert_tool").marks, pytest.mark.slow))])
+def test_a_lost_node_pages_the_capacity_slo_from_the_dcgm_series(tmp_path, request, engine):
+    binary = request.getfixturevalue(engine)
+    out = _with_slo_expectation(tmp_path)
+    folder = "promtool" if engine == "promtool" else "vmalert"
+    test = out / "tests" / folder / "gpu-lost-every-gpu.yaml"
+    cmd = [binary, "test", "rules", str(test)] if engine == "promtool" else [binary, "unittest", f"--files={test}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=test.parent)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
