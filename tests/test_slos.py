@@ -121,7 +121,10 @@ def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_rend
     groups = {g["name"]: g for g in _groups(slo_render)}
     hourly = groups["rulesgen-slo-gpu-capacity-hourly"]
     assert hourly["interval"] == "1h"
-    assert {r["record"] for r in hourly["rules"]} == {"slo:gpu_capacity_bad:sum_1h", "slo:gpu_capacity_total:sum_1h"}
+    assert {r["record"] for r in hourly["rules"]} == {"slo:gpu_capacity_bad:sum_1h", "slo:gpu_capacity_total:sum_1h",
+                                                      "slo:gpu_capacity_bad_by_failure_mode:sum_1h",
+                                                      "node:slo_gpu_capacity_bad:sum_1h", "model:slo_gpu_capacity_bad:sum_1h"}
+    assert all(r["expr"].startswith("sum_over_time(") and r["expr"].endswith("[1h])") for r in hourly["rules"])
     rules = _rules(slo_render)
     for window in ("1d", "3d", "30d"):
         assert f"sum_1h[{window}]" in rules[f"slo:gpu_capacity:ratio_{window}"]["expr"]
