@@ -221,13 +221,13 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
         extra += kube.dashboard_configmaps(dashboards, out.dashboard_configmaps)
     if out.grafana_operator.enabled and dashboards:
         extra += kube.grafana_dashboards(dashboards, out.grafana_operator)
+    slos = active_slos(catalog, settings)
     if out.alertmanager:
-        extra.append(render_alertmanager(build_alertmanager(settings, catalog.routing, inhibits(catalog, resolved),
-                                                                   active_slos(catalog, settings))))
+        extra.append(render_alertmanager(build_alertmanager(settings, catalog.routing, inhibits(catalog, resolved), slos)))
     if out.runbooks:
         extra += render_runbooks(build_runbooks(catalog, settings, rules, resolved))
-        if active_slos(catalog, settings):
-            extra.append(render_slo_runbook(active_slos(catalog, settings)))
+        if slos:
+            extra.append(render_slo_runbook(slos))
     if out.exporter_counters:
         extra += render_counters(exporter_counters(catalog, rules, out.prometheus_rule.namespace))
     return extra

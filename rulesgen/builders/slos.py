@@ -15,7 +15,7 @@ from ..load.settings import Settings
 from ..model import conventions
 from ..model.catalog import Catalog
 from ..model.output import Rule, RuleFile, RuleGroup
-from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, alert_name, effective
+from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, absent_alert_name, alert_name, effective
 from ..promql.text import by, format_number
 
 RULE_FILE = conventions.rule_file("slos")
@@ -197,6 +197,6 @@ def _absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
     cluster = settings.cluster_label
     expr = (f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
             f"unless on ({cluster}) group by ({cluster}) ({n['total']})")
-    return Rule(alert=f"{slo.spec.alert_prefix}InputAbsent", expr=expr,
+    return Rule(alert=absent_alert_name(slo), expr=expr,
                 for_seconds=slo.spec.input_absent_for, labels=tuple(sorted(labels.items())),
                 annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)

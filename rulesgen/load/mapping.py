@@ -71,6 +71,16 @@ class Fields:
             return default
         return value
 
+    def label_list_problems(self, key, pattern) -> list[str]:
+        """The labels of the list at `key`, and a problem at its line for each that is no label name or one PromQL
+        cannot spell in by (...)."""
+        names = self.str_list(key)
+        for i, name in enumerate(names):
+            problem = f"{name!r} is not a label name" if not re.fullmatch(pattern, name) else grouping_problem(name)
+            if problem:
+                self.errors.add(self.at(key), "bad-value", f"{self.what}.{key}[{i}]: {problem}")
+        return names
+
     def label(self, key, pattern):
         """A label name the rules will group by: matching `pattern`, and one PromQL can spell in by (...)."""
         value = self.str(key, pattern=pattern)

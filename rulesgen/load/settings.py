@@ -10,7 +10,7 @@ from ..errors import Collector, Where
 from ..model import conventions
 from ..model.catalog import GROUPS, SEVERITIES
 from ..model.slos import SloSettings
-from ..promql.text import grouping_problem, selector_problems
+from ..promql.text import selector_problems
 from .jobmetrics import JobMetricsSettings
 from .jobmetrics import parse_settings as _job_metrics_settings
 from .mapping import Fields
@@ -249,11 +249,7 @@ def load_settings(path: Path | None) -> Settings:
         value = labels.label(key, _LABEL)
         if value is not None:
             kwargs[attr] = value
-    sources = labels.str_list("host_sources")
-    for i, name in enumerate(sources):
-        problem = f"{name!r} is not a label name" if not re.fullmatch(_LABEL, name) else grouping_problem(name)
-        if problem:
-            errors.add(labels.at("host_sources"), "bad-value", f"labels.host_sources[{i}]: {problem}")
+    sources = labels.label_list_problems("host_sources", _LABEL)
     if labels.has("host_sources"):
         kwargs["host_sources"] = tuple(sources)
     _distinct_roles(labels, errors, kwargs)

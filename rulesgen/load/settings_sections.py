@@ -10,7 +10,6 @@ from ..durations import format_duration
 from ..errors import Collector
 from ..model.output import KubeOutput
 from ..model.slos import PERIODS, TIER_CHOICES, SloSettings
-from ..promql.text import grouping_problem
 from .mapping import Fields
 
 
@@ -280,14 +279,7 @@ def parse_slos(node, errors: Collector, label_pattern: str) -> tuple[SloSettings
                 tiers.append((str(name), tf.str(name, choices=TIER_CHOICES) or "off"))
         tiers = tuple(tiers)
         tf.done()
-        group_by = None
-        if f.has("group_by"):
-            group_by = tuple(f.str_list("group_by"))
-            for label in group_by:
-                problem = (f"{label!r} is not a label name" if not re.fullmatch(label_pattern, label)
-                           else grouping_problem(label))
-                if problem:
-                    errors.add(f.at("group_by"), "bad-value", f"slos.{slo_id}.group_by: {problem}")
+        group_by = tuple(f.label_list_problems("group_by", label_pattern)) if f.has("group_by") else None
         out.append(SloSettings(id=str(slo_id), objective=objective, period=period, tiers=tiers, group_by=group_by,
                                where=node.key_where.get(slo_id) or f.at("objective"), tiers_where=f.at("tiers")))
         f.done()

@@ -78,6 +78,11 @@ def alert_name(slo: Slo, cls: str) -> str:
     return f"{slo.spec.alert_prefix}Burn{cls.capitalize()}"
 
 
+def absent_alert_name(slo: Slo) -> str:
+    """The alert that a cluster's inventory is gone: GPUCapacitySLOInputAbsent."""
+    return f"{slo.spec.alert_prefix}InputAbsent"
+
+
 def effective(spec: SloSpec, tiers: tuple[BurnTier, ...], user: SloSettings, cluster_label: str) -> Slo:
     chosen = dict(user.tiers)
     return Slo(spec=spec, objective=spec.objective if user.objective is None else user.objective,

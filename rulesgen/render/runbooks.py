@@ -8,7 +8,8 @@ from jinja2.sandbox import SandboxedEnvironment
 from ..durations import format_duration
 from ..model.conventions import runbook_path
 from ..model.output import Artifact, RunbookPage
-from ..model.slos import SLO_FAILURE_MODE, Slo, alert_name as slo_alert_name
+from ..model.slos import SLO_FAILURE_MODE, Slo, absent_alert_name
+from ..model.slos import alert_name as slo_alert_name
 from ..promql.text import format_number
 
 _ENV = SandboxedEnvironment(
@@ -38,7 +39,7 @@ def render_runbooks(pages: list[RunbookPage]) -> list[Artifact]:
 def render_slo_runbook(slos: tuple[Slo, ...]) -> Artifact:
     """The slo_burn page every SLO alert's runbook_url opens: each SLO rendered, its tiers as a table."""
     pages = [{"slo": s, "objective": format_number(s.objective), "period": format_duration(s.period),
-              "budget": format_number(round(s.budget * 100, 6)) + "%", "absent": f"{s.spec.alert_prefix}InputAbsent",
+              "budget": format_number(round(s.budget * 100, 6)) + "%", "absent": absent_alert_name(s),
               "absent_for": format_duration(s.spec.input_absent_for),
               "tiers": [{"alert": slo_alert_name(s, cls), "name": t.name, "cls": cls, "long": format_duration(t.long),
                          "short": format_duration(t.short), "factor": format_number(round(t.factor(s.period), 2)),
