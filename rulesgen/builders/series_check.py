@@ -11,7 +11,6 @@ import re
 from grafanalib._gen import DashboardEncoder
 
 from ..errors import Collector, Where
-from ..load.jobmetrics import HISTOGRAM_SUFFIXES, INPUTS
 from ..load.mapping import did_you_mean
 from ..load.settings import Settings
 from ..model import kube_state
@@ -27,9 +26,8 @@ LABEL_VALUES = re.compile(r"^label_values\((.*),\s*[A-Za-z_][A-Za-z0-9_]*\)$", r
 
 
 def produced(catalog: Catalog, settings: Settings, rules: RuleSet) -> set[str]:
-    jobs = [settings.job_metrics.metric_of(k) for k in INPUTS]
     return ({r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names}
-            | set(ENGINE_SERIES) | set(kube_state.SERIES) | set(jobs) | {j + s for j in jobs for s in HISTOGRAM_SUFFIXES})
+            | set(ENGINE_SERIES) | set(kube_state.SERIES) | set(settings.job_metrics.names))
 
 
 def unread(expr: str, known: set[str]) -> list[str]:

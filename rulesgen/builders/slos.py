@@ -10,7 +10,10 @@ an exporter restart, so a restart spends nothing.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..durations import format_duration
+from ..load import jobmetrics
 from ..load.settings import Settings
 from ..model import conventions
 from ..model.catalog import Catalog
@@ -23,6 +26,13 @@ DAY = 86400
 HOUR = 3600
 # The alerts whose subjects leave the inventory only when they resolve: a lost GPU, a node's exporter down.
 LOST_GPU, DOWN_NODE = "gpu_lost", "exporter_down"
+# training_time: a job that made no new step for this long is stalled. Longer than the slowest step of a
+# large model (tens of seconds), a 60 s scrape missed twice, or a checkpoint saved asynchronously; a pause
+# longer than this (a synchronous checkpoint, an evaluation pass, a hang) counts from its first minute on.
+STALL_WINDOW = 300
+# How long a job's high-water step is remembered: a restart from a checkpoint older than this, or a job gone
+# for longer, is counted as a new run (docs/slos.md).
+HIGH_WATER_WINDOW = 6 * HOUR
 
 
 def active_slos(catalog: Catalog, settings: Settings) -> tuple[Slo, ...]:
@@ -37,25 +47,56 @@ def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
     modes = {fm.id for fm in catalog.failure_modes}
     groups = []
     for slo in slos:
-        fast, hourly = _gpu_capacity(slo, settings, modes, catalog.named("reporting"))
+        if slo.id == "training_time":
+            counts = _training_time(slo, settings, catalog.named("workload"))
+        else:
+            counts = _gpu_capacity(slo, settings, modes, catalog.named("reporting"))
+        fast, hourly = _budget(slo, settings, counts)
         groups += [RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}", fast, settings.evaluation_interval),
                    RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}-hourly", hourly, HOUR)]
     return RuleFile(path=RULE_FILE, groups=tuple(groups),
-                    description="Fleet SLOs: good and bad GPU-minutes, burn rates, error budgets and burn-rate alerts.")
+                    description="Fleet SLOs: good and bad minutes, burn rates, error budgets and burn-rate alerts.")
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """The bad count split by one cause: a record of the count per group and cause, each evaluation."""
+    dimension: str  # the spent_by_<dimension> record's suffix: failure_mode, node, model, reason, job
+    key: str  # its role in names()
+    labels: tuple[str, ...]  # the labels that name the cause, beside the SLO's group
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What an SLI counts at each evaluation: its records up to the total and bad counts (names() "total",
+    "bad") and the breakdowns of the bad count; the rest (ratios, budget, alerts) is the same for every SLI."""
+    rules: tuple[Rule, ...]
+    breakdowns: tuple[Breakdown, ...]
+    absent: Rule
+    spending: Breakdown  # the breakdown the burn alerts' text lists
 
 
 def names(slo: Slo) -> dict[str, str]:
     """The records of an SLO, by role."""
     s = slo.id
-    return {"inventory": f"gpu:slo_{s}:inventory", "cause": f"gpu:slo_{s}_bad:cause",
-            "total": f"slo:{s}_total:count", "bad": f"slo:{s}_bad:count",
-            "by_mode": f"slo:{s}_bad_by_failure_mode:count",
-            "total_1h": f"slo:{s}_total:{conventions.HOURLY_SUM_OPERATION}",
-            "bad_1h": f"slo:{s}_bad:{conventions.HOURLY_SUM_OPERATION}",
-            "remaining": f"slo:{s}_error_budget:remaining", "exhaustion": f"slo:{s}_error_budget:exhaustion_seconds",
-            "by_mode_1h": f"slo:{s}_bad_by_failure_mode:{conventions.HOURLY_SUM_OPERATION}",
-            "by_node": f"node:slo_{s}_bad:count", "by_node_1h": f"node:slo_{s}_bad:{conventions.HOURLY_SUM_OPERATION}",
-            "by_model": f"model:slo_{s}_bad:count", "by_model_1h": f"model:slo_{s}_bad:{conventions.HOURLY_SUM_OPERATION}"}
+    hourly = conventions.HOURLY_SUM_OPERATION
+    out = {"total": f"slo:{s}_total:count", "bad": f"slo:{s}_bad:count",
+           "total_1h": f"slo:{s}_total:{hourly}", "bad_1h": f"slo:{s}_bad:{hourly}",
+           "remaining": f"slo:{s}_error_budget:remaining", "exhaustion": f"slo:{s}_error_budget:exhaustion_seconds"}
+    if slo.spec.scope == "job":
+        out.update({"step": "job:training_step:max", "gpus": f"job:slo_{s}:gpus", "seen_at": f"job:slo_{s}:seen_at",
+                    "productive": f"job:slo_{s}:productive", "missed": f"job:slo_{s}:missed_evaluations",
+                    "job_total": f"job:slo_{s}_total:count", "job_bad": f"job:slo_{s}_bad:count",
+                    "cause": f"job:slo_{s}_bad:reason", "redo": "job:training_redo:steps",
+                    "at_risk": "job:training_progress_at_risk:steps",
+                    "by_reason": f"slo:{s}_bad_by_reason:count"})
+    else:
+        out.update({"inventory": f"gpu:slo_{s}:inventory", "cause": f"gpu:slo_{s}_bad:cause",
+                    "by_mode": f"slo:{s}_bad_by_failure_mode:count", "by_node": f"node:slo_{s}_bad:count",
+                    "by_model": f"model:slo_{s}_bad:count"})
+    for key in [k for k in out if k.startswith("by_") or k == "job_bad"]:
+        out[f"{key}_1h"] = out[key].rsplit(":", 1)[0] + f":{hourly}"
+    return out
 
 
 def spent_record(slo: Slo, dimension: str) -> str:
@@ -72,7 +113,7 @@ def windows(slo: Slo) -> list[int]:
     return sorted({w for tier, _ in slo.tiers for w in (tier.long, tier.short)})
 
 
-def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str) -> Counts:
     """reporting: the record with one series per reporting GPU (catalog role `reporting`)."""
     n = names(slo)
     gpu, node, ident = by(settings.gpu_labels), by(settings.node_labels), by(settings.gpu_identity)
@@ -92,7 +133,7 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
     per_node = by(dict.fromkeys((*slo.group_by, settings.host_label)))
     per_model = by(dict.fromkeys((*slo.group_by, "modelName")))
     bad_gpus = f"group by ({gpu}) ({n['cause']})"
-    fast = [
+    rules = (
         Rule(record=n["inventory"], expr=inventory),
         Rule(record=n["cause"], expr=cause),
         Rule(record=n["total"], expr=f"count by ({group}) ({n['inventory']})"),
@@ -100,7 +141,63 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
         Rule(record=n["by_mode"], expr=f"count by ({group}, failure_mode) ({n['cause']})"),
         Rule(record=n["by_node"], expr=f"count by ({per_node}) ({bad_gpus})"),
         Rule(record=n["by_model"], expr=f"count by ({per_model}) ({bad_gpus})"),
-    ]
+    )
+    by_mode = Breakdown("failure_mode", "by_mode", ("failure_mode",))
+    breakdowns = (by_mode, Breakdown("node", "by_node", (settings.host_label,)), Breakdown("model", "by_model", ("modelName",)))
+    return Counts(rules, breakdowns, _absent_alert(slo, settings, n), by_mode)
+
+
+def _training_time(slo: Slo, settings: Settings, workload: str) -> Counts:
+    """Effective training time (ETTR): a job's GPU-minutes in which it advanced past every step it had
+    reached before (its high-water), over its GPU-minutes in the fleet. Re-doing steps after a restart from
+    a checkpoint, or making no new step for STALL_WINDOW, is unproductive; the evaluations a job was gone in
+    between two sightings (a crash and its restart) are added, as unproductive, when it comes back. A job
+    that ends is not counted after its end. workload: the record of the pod on each GPU (catalog role)."""
+    n = names(slo)
+    ctx = jobmetrics.context(settings)
+    job = by((settings.cluster_label, settings.namespace_label, "workload"))
+    group = by(slo.group_by)
+    step_every = format_duration(settings.evaluation_interval)
+    stall = format_duration(max(STALL_WINDOW, 2 * settings.evaluation_interval))
+    memory = format_duration(HIGH_WATER_WINDOW)
+    high_water = f"max_over_time({n['step']}[{memory}] offset {stall})"
+    pods = by((settings.cluster_label, settings.namespace_label, settings.pod_label))
+    gpus = (f"count by ({job}) (\n  {workload}{{{settings.pod_label}!=\"\"}}\n"
+            f"    and on ({pods}) group by ({pods}) ({ctx['step']})\n)\n"
+            f"or count by ({job}) ({ctx['step']})")
+    productive = f"{n['step']} > bool ({high_water} or {n['step']} * 0 - 1)"
+    missed = (f"(time() - last_over_time({n['seen_at']}[{memory}] offset {step_every})) / {settings.evaluation_interval} - 1 > 0")
+    moved = f"max_over_time({n['step']}[{stall}]) > bool min_over_time({n['step']}[{stall}])"
+    behind = f"{n['gpus']} * on ({job}) ({n['productive']} == bool 0)"
+    reasons = (f'label_replace({behind} * on ({job}) ({moved}) > 0, "reason", "redo", "", "")\n'
+               f'or label_replace({behind} * on ({job}) (1 - ({moved})) > 0, "reason", "stalled", "", "")\n'
+               f'or label_replace({n["missed"]} * on ({job}) {n["gpus"]}, "reason", "restart", "", "")')
+    rules = (
+        Rule(record=n["step"], expr=f"max by ({job}) ({ctx['step']})"),
+        Rule(record=n["gpus"], expr=gpus),
+        Rule(record=n["productive"], expr=productive),
+        Rule(record=n["missed"], expr=missed),
+        Rule(record=n["seen_at"], expr=f"{n['step']} * 0 + time()"),
+        Rule(record=n["cause"], expr=reasons),
+        Rule(record=n["job_total"], expr=f"{n['gpus']} * (1 + ({n['missed']} or {n['gpus']} * 0))"),
+        Rule(record=n["job_bad"], expr=f"sum by ({job}) ({n['cause']})\nor {n['job_total']} * 0"),
+        Rule(record=n["total"], expr=f"sum by ({group}) ({n['job_total']})"),
+        Rule(record=n["bad"], expr=f"sum by ({group}) ({n['job_bad']})"),
+        Rule(record=n["by_reason"], expr=f"sum by ({group}, reason) ({n['cause']})"),
+        Rule(record=n["redo"], expr=f"{high_water} - {n['step']} > 0"),
+        Rule(record=n["at_risk"], expr=f"{n['step']} - max by ({job}) ({ctx['checkpoint_step']}) >= 0"),
+    )
+    by_reason = Breakdown("reason", "by_reason", ("reason",))
+    breakdowns = (by_reason, Breakdown("job", "job_bad", (settings.namespace_label, "workload")))
+    return Counts(rules, breakdowns, _job_absent_alert(slo, settings, n, job, workload), by_reason)
+
+
+def _budget(slo: Slo, settings: Settings, counts: Counts) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+    """An SLI's counts -> its ratios over every window a tier reads, the error budget left and spent by
+    cause, the burn alerts and the input-absent alert (the fast group); the hourly sums (the hourly group)."""
+    n = names(slo)
+    group = by(slo.group_by)
+    fast = list(counts.rules)
     windows_read = windows(slo)
     for w in windows_read + ([slo.period] if slo.period not in windows_read else []):
         if w < DAY:
@@ -110,10 +207,10 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
         fast.append(Rule(record=ratio_record(slo, w), expr=expr))
     budget = format_number(slo.budget)
     period = format_duration(slo.period)
-    # The budget spent over the period by cause: a GPU bad for two causes counts in each (its failure modes').
-    for dimension, key in (("failure_mode", "by_mode_1h"), ("node", "by_node_1h"), ("model", "by_model_1h")):
-        fast.append(Rule(record=spent_record(slo, dimension),
-                         expr=f"sum_over_time({n[key]}[{period}])\n/ on ({group}) group_left ()\n"
+    # The budget spent over the period by cause: a subject bad for two causes counts in each.
+    for b in counts.breakdowns:
+        fast.append(Rule(record=spent_record(slo, b.dimension),
+                         expr=f"sum_over_time({n[b.key + '_1h']}[{period}])\n/ on ({group}) group_left ()\n"
                               f"  (sum_over_time({n['total_1h']}[{period}]) * {budget})"))
     fast.append(Rule(record=n["remaining"], expr=f"1 - {ratio_record(slo, slo.period)} / {budget}"))
     fastest = min((t for t, _ in slo.tiers), key=lambda t: t.long, default=None)
@@ -121,10 +218,10 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
         fast.append(Rule(record=n["exhaustion"],
                          expr=f"clamp_min({n['remaining']}, 0) * {slo.period}\n"
                               f"/ clamp_min({ratio_record(slo, fastest.long)} / {budget}, 0.001)"))
-    fast += [_burn_alert(slo, settings, cls) for cls in ALERT_CLASSES if any(c == cls for _, c in slo.tiers)]
-    fast.append(_absent_alert(slo, settings, n))
+    fast += [_burn_alert(slo, settings, cls, counts.spending) for cls in ALERT_CLASSES if any(c == cls for _, c in slo.tiers)]
+    fast.append(counts.absent)
     hourly = tuple(Rule(record=n[f"{key}_1h"], expr=f"sum_over_time({n[key]}[1h])")
-                   for key in ("bad", "total", "by_mode", "by_node", "by_model"))
+                   for key in ("bad", "total", *(b.key for b in counts.breakdowns)))
     return tuple(fast), hourly
 
 
@@ -137,7 +234,7 @@ def _hourly_ratio(n: dict, seconds: int) -> str:
     return f"sum_over_time({n['bad_1h']}[{w}])\n/ sum_over_time({n['total_1h']}[{w}])"
 
 
-def _burn_alert(slo: Slo, settings: Settings, cls: str) -> Rule:
+def _burn_alert(slo: Slo, settings: Settings, cls: str, spending: Breakdown) -> Rule:
     budget = format_number(slo.budget)
     branches = []
     for tier, c in slo.tiers:
@@ -157,14 +254,15 @@ def _burn_alert(slo: Slo, settings: Settings, cls: str) -> Rule:
     args = " ".join(f"$labels.{label}" for label in slo.group_by)
     period = format_duration(slo.period)
     description = (
-        f"{slo.spec.title} (objective {format_number(slo.objective)}% of GPU-minutes over {period}) burns its error "
+        f"{slo.spec.title} (objective {format_number(slo.objective)}% of {slo.spec.unit} over {period}) burns its error "
         f"budget {{{{ $value | printf \"%.1f\" }}}}x as fast as the objective allows (tiers: {tiers}). "
         f"{{{{ with query (printf `{n['exhaustion']}{selector}` {args}) }}}}At this rate the budget left is gone in "
         f"{{{{ . | first | value | humanizeDuration }}}}. {{{{ end }}}}"
         f"{{{{ with query (printf `{n['remaining']}{selector}` {args}) }}}}Budget left: "
         f"{{{{ . | first | value | humanizePercentage }}}}. {{{{ end }}}}"
-        f"Spending it now (GPUs): {{{{ range query (printf `sort_desc({n['by_mode']}{selector})` {args}) }}}}"
-        f"{{{{ .Labels.failure_mode }}}} {{{{ .Value }}}}; {{{{ end }}}}")
+        f"Spending it now ({spending.dimension.replace('_', ' ')}: GPUs): "
+        f"{{{{ range query (printf `sort_desc({n[spending.key]}{selector})` {args}) }}}}"
+        + "/".join(f"{{{{ .Labels.{label} }}}}" for label in spending.labels) + " {{ .Value }}; {{ end }}")
     annotations = {
         "summary": f"{scope}: {slo.spec.title} SLO burning its error budget {{{{ $value | printf \"%.1f\" }}}}x too fast",
         "description": description,
@@ -180,11 +278,37 @@ def _selector(slo: Slo) -> str:
     return "{" + ", ".join(f"{label}=%q" for label in slo.group_by) + "}"
 
 
+def _absent_labels(slo: Slo, settings: Settings) -> dict[str, str]:
+    return {**dict(settings.extra_labels), "severity": "warning", "failure_mode": SLO_FAILURE_MODE,
+            "action": "investigate", "slo": slo.id}
+
+
+def _job_absent_alert(slo: Slo, settings: Settings, n: dict, job: str, workload: str) -> Rule:
+    """A job that exported its steps within the day, whose pods hold GPUs now, exports none: the SLO is blind
+    to it (its metrics endpoint, PodMonitor or selector broke, or a restart hangs before its first step)."""
+    ns, pod = settings.namespace_label, settings.pod_label
+    annotations = {
+        "summary": f"{{{{ $labels.{ns} }}}}/{{{{ $labels.workload }}}}: {slo.spec.title} SLO has lost its input: "
+                   "the job holds GPUs and exports no training step",
+        "description": (f"Job {{{{ $labels.workload }}}} in {{{{ $labels.{ns} }}}} exported {settings.job_metrics.step} within "
+                        "the day and its pods hold GPUs now, but no step reaches this evaluator: the "
+                        f"{slo.spec.title} SLO cannot count it. Check the job's metrics endpoint and PodMonitor, and "
+                        "whether a restart hangs before its first step."),
+        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
+        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (settings.cluster_label,)),
+    }
+    expr = (f"group by ({job}) ({workload}{{{pod}!=\"\"}})\n"
+            f"and on ({job}) group by ({job}) (max_over_time({n['job_bad_1h']}[1d]))\n"
+            f"unless on ({job}) {n['step']}")
+    return Rule(alert=absent_alert_name(slo), expr=expr, for_seconds=slo.spec.input_absent_for,
+                labels=tuple(sorted(_absent_labels(slo, settings).items())),
+                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+
+
 def _absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
     """A cluster counted within the day whose inventory is gone: the SLO counts nothing there (its exporters'
     targets removed, a selector that no longer matches). pyrra's SLOMetricAbsent, per cluster."""
-    labels = {**dict(settings.extra_labels), "severity": "warning", "failure_mode": SLO_FAILURE_MODE,
-              "action": "investigate", "slo": slo.id}
+    labels = _absent_labels(slo, settings)
     annotations = {
         "summary": f"{{{{ $labels.{settings.cluster_label} }}}}: {slo.spec.title} SLO has lost its input: no GPU is counted",
         "description": (f"{n['total']} has no series for cluster {{{{ $labels.{settings.cluster_label} }}}}, which had GPUs "

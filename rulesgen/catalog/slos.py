@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..load.mapping import Fields
-from ..model.slos import ALERT_CLASSES, PERIODS, BurnTier, SloSpec
+from ..model.slos import ALERT_CLASSES, PERIODS, SCOPES, TIER_CHOICES, BurnTier, SloSpec
 
-KNOWN_SLOS = ("gpu_capacity",)  # the SLIs builders/slos.py can count
+KNOWN_SLOS = ("gpu_capacity", "training_time")  # the SLIs builders/slos.py can count
 
 
 def read_slos(doc, errors) -> tuple[tuple[BurnTier, ...], tuple[SloSpec, ...]]:
@@ -35,6 +35,13 @@ def read_slos(doc, errors) -> tuple[tuple[BurnTier, ...], tuple[SloSpec, ...]]:
         if period not in PERIODS:
             errors.add(f.at("period"), "bad-value", f"slos.yaml {slo_id}: period must be 7d, 28d or 30d")
         runbook = Fields(f.mapping("runbook"), errors, f"slo {slo_id} runbook", fallback=f.at("runbook"))
+        own = Fields(f.mapping("tiers"), errors, f"slo {slo_id} tiers", fallback=f.at("tiers"))
+        own_tiers = []
+        for tier in names:
+            value = own.str(tier, choices=TIER_CHOICES)
+            if value is not None:
+                own_tiers.append((tier, value))
+        own.done()
         slos.append(SloSpec(
             id=slo_id, title=f.str("title", required=True) or slo_id,
             alert_prefix=f.str("alert_prefix", required=True, pattern=r"[A-Z][A-Za-z0-9]*") or "SLO",
@@ -43,6 +50,7 @@ def read_slos(doc, errors) -> tuple[tuple[BurnTier, ...], tuple[SloSpec, ...]]:
             input_absent_for=f.duration("input_absent_for", required=True) or 900,
             meaning=" ".join((f.str("meaning", required=True) or "").split()),
             why=" ".join((f.str("why", required=True) or "").split()),
+            unit=f.str("unit") or "GPU-minutes", scope=f.str("scope", choices=SCOPES) or "gpu", tiers=tuple(own_tiers),
             check=tuple(runbook.str_list("check")), do=tuple(runbook.str_list("do")), where=f.at("id")))
         runbook.done()
         f.done()

@@ -155,6 +155,8 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     conf(f"  selector: {_scalar(j.selector)}")
     conf(f"  loss: {_scalar(j.loss)}")
     conf(f"  step_duration: {_scalar(j.step_duration)}")
+    conf(f"  step: {_scalar(j.step)}")
+    conf(f"  checkpoint_step: {_scalar(j.checkpoint_step)}")
     conf("  labels:")
     conf(f"    namespace: {_scalar(j.namespace_label)}")
     conf(f"    pod: {_scalar(j.pod_label)}")
@@ -163,7 +165,7 @@ def config_template(catalog: Catalog, defaults: Settings | None = None) -> str:
     if catalog.slos:  # opt-in: shown as prose, so that the uncommented template stays the defaults
         prose("Fleet SLOs (docs/slos.md): none is rendered unless named here, e.g.",
               *(f"slos: {{{slo.id}: {{objective: {_scalar(slo.objective)}, period: {format_duration(slo.period)}, "
-                f"tiers: {_pairs((t.name, t.alert) for t in catalog.burn_tiers)}, group_by: [{s.cluster_label}]}}}}"
+                f"tiers: {_pairs((t.name, slo.default_tier(t)) for t in catalog.burn_tiers)}, group_by: [{s.cluster_label}]}}}}"
                 for slo in catalog.slos))
         gap()
     prose("Added to every alert, e.g. {team: gpu-platform}.")

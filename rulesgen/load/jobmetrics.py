@@ -10,6 +10,9 @@ The contract (README "Job metrics"), names and labels configurable under `job_me
     training_loss{namespace, pod, rank}                    gauge: the loss of the rank's last step
     training_step_duration_seconds{namespace, pod, rank}   gauge: the rank's last step time, or a
                                                            histogram/summary of that name (_sum, _count)
+    training_step{namespace, pod, rank}                    gauge: the optimizer step the rank last completed
+                                                           (the training_time SLO, docs/slos.md)
+    training_checkpoint_step{namespace, pod, rank}         gauge: the step of the last durable checkpoint
 
 `namespace`/`pod` are the training pod's (a PodMonitor or the usual pod scrape config adds them); they
 join the job to its GPUs through gpu:dcgm_workload:info, and the pod name gives the job (`workload`)
@@ -30,6 +33,8 @@ from .mapping import Fields
 
 DEFAULT_LOSS = "training_loss"
 DEFAULT_STEP = "training_step_duration_seconds"
+DEFAULT_PROGRESS = "training_step"
+DEFAULT_CHECKPOINT = "training_checkpoint_step"
 # The keys a catalog failure mode lists under `job_metrics:` (the inputs it needs).
 INPUTS = ("loss", "step_duration")
 # Suffixes of a histogram or summary of the step duration (read when no gauge of that name exists).
@@ -50,17 +55,21 @@ class JobMetricsSettings:
     selector: str = ""  # extra label matchers on the job series, e.g. job="training"
     loss: str = DEFAULT_LOSS
     step_duration: str = DEFAULT_STEP
+    step: str = DEFAULT_PROGRESS  # the training_time SLO's input
+    checkpoint_step: str = DEFAULT_CHECKPOINT  # report-only: the progress a failure now would lose
     namespace_label: str = "namespace"
     pod_label: str = "pod"
     rank_label: str = RANK
 
     def metric_of(self, key: str) -> str:
-        return {"loss": self.loss, "step_duration": self.step_duration}[key]
+        return {"loss": self.loss, "step_duration": self.step_duration, "step": self.step,
+                "checkpoint_step": self.checkpoint_step}[key]
 
     @property
     def names(self) -> tuple[str, ...]:
         """Every series name the rules read from the jobs (histogram parts included)."""
-        return (self.loss, self.step_duration, *(self.step_duration + s for s in HISTOGRAM_SUFFIXES))
+        return (self.loss, self.step_duration, *(self.step_duration + s for s in HISTOGRAM_SUFFIXES), self.step,
+                self.checkpoint_step)
 
 
 def parse_settings(fields: Fields, errors: Collector) -> JobMetricsSettings:
@@ -77,7 +86,7 @@ def parse_settings(fields: Fields, errors: Collector) -> JobMetricsSettings:
                        f"job_metrics.selector {sel!r}: {problems[0]} (expected label matchers like job=\"training\")")
         else:
             kwargs["selector"] = sel.strip()
-    for key in ("loss", "step_duration"):
+    for key in ("loss", "step_duration", "step", "checkpoint_step"):
         value = fields.str(key, pattern=_METRIC)
         if value is not None:
             kwargs[key] = value
@@ -88,9 +97,12 @@ def parse_settings(fields: Fields, errors: Collector) -> JobMetricsSettings:
             kwargs[attr] = value
     labels.done()
     out = JobMetricsSettings(**kwargs)
-    if out.loss == out.step_duration:
-        errors.add(fields.at("step_duration") if fields.has("step_duration") else fields.at("loss"), "bad-value",
-                   f"job_metrics: loss and step_duration are both {out.loss!r}; they must be different series")
+    keys = ("loss", "step_duration", "step", "checkpoint_step")
+    for i, key in enumerate(keys):
+        for other in keys[i + 1:]:
+            if out.metric_of(key) == out.metric_of(other):
+                errors.add(fields.at(other) if fields.has(other) else fields.at(key), "bad-value",
+                           f"job_metrics: {key} and {other} are both {out.metric_of(key)!r}; they must be different series")
     fields.done()
     return out
 
@@ -137,6 +149,8 @@ def context(settings) -> dict:
     return {
         "samples": samples,
         "loss": normalised(select(jm.loss)),
+        "step": normalised(select(jm.step)),
+        "checkpoint_step": normalised(select(jm.checkpoint_step)),
         "step_seconds": normalised(f"(\n  {step_expr}\n)"),
         "rank": RANK,
         "pod_by": ", ".join((settings.cluster_label, ns, pod)),

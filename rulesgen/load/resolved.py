@@ -148,6 +148,14 @@ def _check_hold_outlasts_detection(settings: Settings, catalog, errors: Collecto
                        "holds them, then page again")
 
 
+def slo_group_labels(spec, settings: Settings) -> tuple[str, ...]:
+    """The labels an SLO may be grouped by: a GPU's inventory labels, or a training job's (cluster,
+    namespace, workload)."""
+    if spec.scope == "job":
+        return (settings.cluster_label, settings.namespace_label, "workload")
+    return tuple(settings.gpu_labels)
+
+
 def _check_slos(settings: Settings, catalog, errors: Collector) -> None:
     """`slos:` names SLOs and burn tiers of catalog/slos.yaml; a grouping keeps the cluster label (the SLO's
     counts are per cluster at least: a ruler over several clusters must not add them up unasked)."""
@@ -165,7 +173,12 @@ def _check_slos(settings: Settings, catalog, errors: Collector) -> None:
         if user.group_by is not None and settings.cluster_label not in user.group_by:
             errors.add(user.where, "bad-value", f"slos.{user.id}.group_by must keep {settings.cluster_label!r}, the "
                        "cluster label: the counts of different clusters are not added up")
-        unknown = [label for label in user.group_by or () if label not in settings.gpu_labels]
+        spec = next(s for s in catalog.slos if s.id == user.id)
+        allowed = slo_group_labels(spec, settings)
+        unknown = [label for label in user.group_by or () if label not in allowed]
         if unknown:
-            errors.add(user.where, "bad-value", f"slos.{user.id}.group_by: {', '.join(unknown)} is not a label of a GPU's "
-                       f"inventory series (it has {', '.join(settings.gpu_labels)})")
+            errors.add(user.where, "bad-value", f"slos.{user.id}.group_by: {', '.join(unknown)} is not a label of what "
+                       f"the SLO counts (a {'job' if spec.scope == 'job' else 'GPU'}: {', '.join(allowed)})")
+        if spec.scope == "job" and not settings.job_metrics.enabled:
+            errors.add(user.where, "bad-value", f"slos.{user.id} counts training jobs from their own metrics, which "
+                       "job_metrics.enabled: false turns off")

@@ -9,6 +9,7 @@ ALERT_CLASSES = ("page", "ticket")  # a tier's receiver class: the burn_tier lab
 TIER_CHOICES = (*ALERT_CLASSES, "off")  # what rulesgen.yaml may set a tier to
 PERIODS = (7 * 86400, 28 * 86400, 30 * 86400)  # the period choices (issue tracker: 7d, 28d, 30d)
 SLO_FAILURE_MODE = "slo_burn"  # the failure_mode label of every SLO alert (DESIGN "SLOs")
+SCOPES = ("gpu", "job")  # what an SLI counts: a GPU's minutes, a training job's GPU-minutes
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,16 @@ class SloSpec:
     input_absent_for: int
     meaning: str
     why: str
+    unit: str = "GPU-minutes"  # what the objective is a percentage of, as the alerts' text says it
+    scope: str = "gpu"  # gpu | job: which labels may group it
+    tiers: tuple[tuple[str, str], ...] = ()  # (tier name, page | ticket | off): this SLO's own defaults
     check: tuple[str, ...] = ()
     do: tuple[str, ...] = ()
     where: Where = field(default=Where("<builtin>"), compare=False)
+
+    def default_tier(self, tier: BurnTier) -> str:
+        """The class of a tier when rulesgen.yaml does not set it: the SLO's own default, else the tier's."""
+        return dict(self.tiers).get(tier.name, tier.alert)
 
 
 @dataclass(frozen=True)
@@ -84,8 +92,8 @@ def absent_alert_name(slo: Slo) -> str:
 
 
 def effective(spec: SloSpec, tiers: tuple[BurnTier, ...], user: SloSettings, cluster_label: str) -> Slo:
-    chosen = dict(user.tiers)
+    chosen = {t.name: dict(user.tiers).get(t.name, spec.default_tier(t)) for t in tiers}
     return Slo(spec=spec, objective=spec.objective if user.objective is None else user.objective,
                period=spec.period if user.period is None else user.period,
-               tiers=tuple((t, chosen.get(t.name, t.alert)) for t in tiers if chosen.get(t.name, t.alert) != "off"),
+               tiers=tuple((t, chosen[t.name]) for t in tiers if chosen[t.name] != "off"),
                group_by=(cluster_label,) if user.group_by is None else user.group_by)
