@@ -27,10 +27,10 @@ USER_KEYED = re.compile(r"extra_labels|outputs\.\w+\.(labels|instance_selector)|
 PROSE_KEYS = (
     ("failure_modes.<id>.enabled", "unset", "false: the mode is not rendered; true: rendered even in a disabled group"),
     ("failure_modes.<id>.severity", "unset", "remap a catalog severity, e.g. {warning: info}"),
-    ("slos", "unset", "the fleet SLOs to render (none by default), by id (gpu_capacity, training_time): objective "
+    ("slos", "unset", "the fleet SLOs to render (none by default), by id (gpu_capacity, training_time, job_success): objective "
      "(percent of the counted GPU-minutes, 50-99.999), period (7d, 28d or 30d), tiers (fast, medium, slow, background: "
-     "each page, ticket or off), group_by (keeps the cluster label; a GPU's labels, or for training_time namespace "
-     "and workload): docs/slos.md"),
+     "each page, ticket or off), group_by (keeps the cluster label; a GPU's labels, for training_time namespace "
+     "and workload, for job_success namespace): docs/slos.md"),
     ("sharding.write_url", "unset", "the global store's remote-write endpoint (Thanos Receive, Mimir, vminsert); unset, "
      "the shards' configuration names an example host and `rulesgen render` warns"),
     ("sharding.values", "unset", "source static: the shard label's value on each Prometheus, one file "

@@ -25,6 +25,8 @@ slos:
     period: 30d
   training_time:
     objective: 95
+  job_success:
+    objective: 99
 """
 MODEL = "NVIDIA H100 80GB HBM3"
 STEP = 300  # the synthetic fleets' sample and evaluation interval (5m)
@@ -74,6 +76,8 @@ def test_a_bad_slo_setting_is_named_at_its_line(tmp_path, body, line, expected):
     ("job_metrics:\n  enabled: false\nslos:\n  training_time: {}\n", 4, "job_metrics.enabled: false turns off"),
     ("job_metrics:\n  step: training_loss\nslos:\n  training_time: {}\n", 2,
      "loss and step are both 'training_loss'"),
+    ("slos:\n  job_success:\n    group_by: [cluster, workload]\n", 2,
+     "workload is not a label of what the SLO counts (a Kubernetes Job: cluster, namespace)"),
 ])
 def test_a_bad_training_time_setting_is_named_at_its_line(tmp_path, config, line, expected):
     result, _ = _render(tmp_path, config)
@@ -365,9 +369,70 @@ def _training_restart_fleet():
     return steps, series, checks, values
 
 
+def _job_success_fleet():
+    """Kubernetes Jobs for 7 hours, as kube-state-metrics exports them (one sample a minute): GPU Jobs j1 (team-a,
+    runs 0-2h, completes), j2 (team-a, 1h-3h, fails), j3 (team-b, 0-4h, completes) and j4 (team-b, 5h10m-6h,
+    fails); a Job `old` that had completed before the rules ran, and a CPU-only Job that fails at 1h: neither is
+    counted. kube-state-metrics restarts at 5h (a new instance after 2 minutes without series): nothing is
+    counted again. So 4 Jobs finish, 2 fail, one per namespace.
+
+    Against a 99% objective (1% budget) every tier's factor is passed by one failure among few Jobs: j2's failure
+    at 3h is the only Job in the 1h and 5m windows (100% > 14.4%), and one of two in the 6h window: the ticket
+    fires at 3h and holds while the slower tiers' windows hold it (the 2h window, 3% with the 1d window's hourly
+    sums); before 3h nothing failed, and nothing fires."""
+    steps = 7 * 60
+    restart, back = 5 * 60, 5 * 60 + 2
+
+    def ksm(metric: str, labels: str, value) -> list[dict]:
+        """The series before and after the restart (instance ksm-a, then ksm-b); value(i) None: no sample."""
+        out = []
+        for instance, span in (("ksm-a", (0, restart)), ("ksm-b", (back, steps + 1))):
+            values = []
+            for i in range(steps + 1):
+                v = value(i) if span[0] <= i < span[1] else None
+                values.append("stale" if i == restart and instance == "ksm-a" else "_" if v is None else str(v))
+            out.append({"series": f'{metric}{{cluster="c1", instance="{instance}", job="kube-state-metrics", {labels}}}',
+                        "values": " ".join(values)})
+        return out
+
+    series = []
+    jobs = {"j1": ("team-a", 0, 120, "complete", 8), "j2": ("team-a", 60, 180, "failed", 8),
+            "j3": ("team-b", 0, 240, "complete", 4), "j4": ("team-b", 310, 360, "failed", 8),
+            "old": ("team-b", None, 0, "complete", 8), "cpu": ("team-b", 0, 60, "failed", 0)}
+    for name, (ns, start, end, outcome, gpus) in jobs.items():
+        job = f'namespace="{ns}", job_name="{name}"'
+        pod = f'namespace="{ns}", pod="{name}-x1"'
+        exists = (lambda i, start=start: start is None or i >= start)
+        series += ksm("kube_job_status_active", job, lambda i, s=start, e=end: (1 if s is not None and s <= i < e else 0) if exists(i) else None)
+        for condition, kind in (("kube_job_complete", "complete"), ("kube_job_failed", "failed")):
+            series += ksm(condition, job + ', condition="true"',
+                          lambda i, e=end, k=kind, o=outcome: (1 if k == o and i >= e else 0) if exists(i) else None)
+        if gpus:
+            series += ksm("kube_pod_container_resource_requests", pod + ', container="main", resource="nvidia_com_gpu", unit="integer"',
+                          lambda i, g=gpus: g if exists(i) else None)
+        series += ksm("kube_pod_owner", pod + f', owner_kind="Job", owner_name="{name}", owner_is_controller="true"',
+                      lambda i: 1 if exists(i) else None)
+    ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "job_success", "cluster": "c1",
+              "severity": "warning", "action": "investigate"}
+    checks = [(2 * 60 + 30, "GPUJobSuccessSLOBurnTicket", []), (3 * 60 + 1, "GPUJobSuccessSLOBurnTicket", [ticket]),
+              (back + 1, "GPUJobSuccessSLOInputAbsent", [])]
+    cluster = {"cluster": "c1"}
+    values = [
+        (2 * 60, "job:slo_job_success:finished", [({"__name__": "job:slo_job_success:finished", **cluster, "namespace": "team-a",
+                                                    "job_name": "j1", "outcome": "succeeded"}, 1)]),
+        (steps, "sum_over_time(slo:job_success_total:count[7h])", [(cluster, 4)]),
+        (steps, "sum_over_time(slo:job_success_bad:count[7h])", [(cluster, 2)]),
+        (steps, "sum_over_time(slo:job_success_bad_by_namespace:count[7h])",
+         [({**cluster, "namespace": "team-a"}, 1), ({**cluster, "namespace": "team-b"}, 1)]),
+        (steps, "slo:job_success:ratio_6h", [({"__name__": "slo:job_success:ratio_6h", **cluster}, 0.5)]),
+    ]
+    return steps, series, checks, values
+
+
 FLEETS = {"node-lost-hour-pages": _node_lost_fleet, "one-in-a-hundred-tickets": _one_in_a_hundred_fleet,
-          "cluster-vanishes": _cluster_vanishes_fleet, "training-restart-from-old-checkpoint": _training_restart_fleet}
-FLEET_STEP = {"training-restart-from-old-checkpoint": 60}  # seconds between samples; the others STEP
+          "cluster-vanishes": _cluster_vanishes_fleet, "training-restart-from-old-checkpoint": _training_restart_fleet,
+          "job-success-one-failure-in-few": _job_success_fleet}
+FLEET_STEP = {"training-restart-from-old-checkpoint": 60, "job-success-one-failure-in-few": 60}  # seconds between samples; the others STEP
 
 
 def _test_document(rule_file: str, fleet, engine: str, every: int = STEP) -> dict:

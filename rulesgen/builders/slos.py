@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..durations import format_duration
 from ..load import jobmetrics
 from ..load.settings import Settings
-from ..model import conventions
+from ..model import conventions, kube_state
 from ..model.catalog import Catalog
 from ..model.output import Rule, RuleFile, RuleGroup
 from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, absent_alert_name, alert_name, effective
@@ -33,6 +33,10 @@ STALL_WINDOW = 300
 # How long a job's high-water step is remembered: a restart from a checkpoint older than this, or a job gone
 # for longer, is counted as a new run (docs/slos.md).
 HIGH_WATER_WINDOW = 6 * HOUR
+# job_success: how long a Job seen running, or seen finished, is remembered. A Job counts when it finishes after
+# being seen running within this time; one seen finished within it is not counted again (a kube-state-metrics
+# restart or gap).
+FINISH_MEMORY = 6 * HOUR
 
 
 def active_slos(catalog: Catalog, settings: Settings) -> tuple[Slo, ...]:
@@ -49,6 +53,8 @@ def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
     for slo in slos:
         if slo.id == "training_time":
             counts = _training_time(slo, settings, catalog.named("workload"))
+        elif slo.id == "job_success":
+            counts = _job_success(slo, settings)
         else:
             counts = _gpu_capacity(slo, settings, modes, catalog.named("reporting"))
         fast, hourly = _budget(slo, settings, counts)
@@ -90,6 +96,10 @@ def names(slo: Slo) -> dict[str, str]:
                     "cause": f"job:slo_{s}_bad:reason", "redo": "job:training_redo:steps",
                     "at_risk": "job:training_progress_at_risk:steps",
                     "by_reason": f"slo:{s}_bad_by_reason:count"})
+    elif slo.spec.scope == "kube_job":
+        out.update({"gpus": "job:kube_job_gpus:sum", "running": "job:kube_job_running:gpu",
+                    "finished": "job:kube_job_finished:outcome", "new": f"job:slo_{s}:finished",
+                    "by_namespace": f"slo:{s}_bad_by_namespace:count"})
     else:
         out.update({"inventory": f"gpu:slo_{s}:inventory", "cause": f"gpu:slo_{s}_bad:cause",
                     "by_mode": f"slo:{s}_bad_by_failure_mode:count", "by_node": f"node:slo_{s}_bad:count",
@@ -192,6 +202,56 @@ def _training_time(slo: Slo, settings: Settings, workload: str) -> Counts:
     return Counts(rules, breakdowns, _job_absent_alert(slo, settings, n, job, workload), by_reason)
 
 
+def _job_success(slo: Slo, settings: Settings) -> Counts:
+    """Job success (M9): finished GPU Jobs that succeeded over all finished, from kube-state-metrics. A Job
+    counts once, at the evaluation its Complete or Failed condition appears, if it was seen running (active
+    pods that request GPUs) within FINISH_MEMORY before: the Jobs Kubernetes still keeps when the rules are
+    deployed are not counted, and a kube-state-metrics restart (new series, a gap) counts nothing again."""
+    n = names(slo)
+    cluster, ns, name = settings.cluster_label, kube_state.NAMESPACE, kube_state.JOB_LABEL
+    job = by((cluster, ns, name))
+    pod = by((cluster, ns, "pod"))
+    group = by(slo.group_by)
+    memory = format_duration(FINISH_MEMORY)
+    step_every = format_duration(settings.evaluation_interval)
+    gpus = (f'sum by ({job}) (\n  label_replace(sum by ({pod}) ({kube_state.REQUESTS}{{resource="{kube_state.GPU_RESOURCE}"}})\n'
+            f'    * on ({pod}) group_left (owner_name) max by ({pod}, owner_name) ({kube_state.POD_OWNER}{{owner_kind="Job"}}),\n'
+            f'  "{name}", "$1", "owner_name", "(.+)")\n) > 0')
+    finished = (f'label_replace(max by ({job}) ({kube_state.JOB_COMPLETE}{{condition="true"}} == 1), "outcome", "succeeded", "", "")\n'
+                f'or label_replace(max by ({job}) ({kube_state.JOB_FAILED}{{condition="true"}} == 1), "outcome", "failed", "", "")')
+    new = (f"{n['finished']}\nunless on ({job}) max_over_time({n['finished']}[{memory}] offset {step_every})\n"
+           f"and on ({job}) max_over_time({n['running']}[{memory}] offset {step_every})")
+    rules = (
+        Rule(record=n["gpus"], expr=gpus),
+        Rule(record=n["running"], expr=f"max by ({job}) ({kube_state.JOB_ACTIVE} > 0) and on ({job}) {n['gpus']}"),
+        Rule(record=n["finished"], expr=finished),
+        Rule(record=n["new"], expr=new),
+        Rule(record=n["total"], expr=f"count by ({group}) ({n['new']})"),
+        Rule(record=n["bad"], expr=f'count by ({group}) ({n["new"]}{{outcome="failed"}})\nor {n["total"]} * 0'),
+        Rule(record=n["by_namespace"], expr=f'count by ({by(dict.fromkeys((*slo.group_by, ns)))}) ({n["new"]}{{outcome="failed"}})'),
+    )
+    by_namespace = Breakdown("namespace", "by_namespace", (ns,))
+    return Counts(rules, (by_namespace,), _kube_absent_alert(slo, settings, n), by_namespace)
+
+
+def _kube_absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
+    """A cluster whose GPU Jobs finished within the day has no kube-state-metrics Job series now."""
+    cluster = settings.cluster_label
+    annotations = {
+        "summary": f"{{{{ $labels.{cluster} }}}}: {slo.spec.title} SLO has lost its input: no Kubernetes Job is seen",
+        "description": (f"{kube_state.JOB_ACTIVE} has no series for cluster {{{{ $labels.{cluster} }}}}, where GPU Jobs finished "
+                        f"within the day: kube-state-metrics is not scraped there any more, so the {slo.spec.title} SLO "
+                        "counts nothing. Check its deployment and its ServiceMonitor."),
+        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
+        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (cluster,)),
+    }
+    expr = (f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
+            f"unless on ({cluster}) group by ({cluster}) ({kube_state.JOB_ACTIVE})")
+    return Rule(alert=absent_alert_name(slo), expr=expr, for_seconds=slo.spec.input_absent_for,
+                labels=tuple(sorted(_absent_labels(slo, settings).items())),
+                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+
+
 def _budget(slo: Slo, settings: Settings, counts: Counts) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
     """An SLI's counts -> its ratios over every window a tier reads, the error budget left and spent by
     cause, the burn alerts and the input-absent alert (the fast group); the hourly sums (the hourly group)."""
@@ -260,7 +320,7 @@ def _burn_alert(slo: Slo, settings: Settings, cls: str, spending: Breakdown) -> 
         f"{{{{ . | first | value | humanizeDuration }}}}. {{{{ end }}}}"
         f"{{{{ with query (printf `{n['remaining']}{selector}` {args}) }}}}Budget left: "
         f"{{{{ . | first | value | humanizePercentage }}}}. {{{{ end }}}}"
-        f"Spending it now ({spending.dimension.replace('_', ' ')}: GPUs): "
+        f"Spending it now (by {spending.dimension.replace('_', ' ')}): "
         f"{{{{ range query (printf `sort_desc({n[spending.key]}{selector})` {args}) }}}}"
         + "/".join(f"{{{{ .Labels.{label} }}}}" for label in spending.labels) + " {{ .Value }}; {{ end }}")
     annotations = {

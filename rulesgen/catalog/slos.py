@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..load.mapping import Fields
 from ..model.slos import ALERT_CLASSES, PERIODS, SCOPES, TIER_CHOICES, BurnTier, SloSpec
 
-KNOWN_SLOS = ("gpu_capacity", "training_time")  # the SLIs builders/slos.py can count
+KNOWN_SLOS = ("gpu_capacity", "training_time", "job_success")  # the SLIs builders/slos.py can count
 
 
 def read_slos(doc, errors) -> tuple[tuple[BurnTier, ...], tuple[SloSpec, ...]]:

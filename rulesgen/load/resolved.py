@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..durations import format_duration
 from ..errors import Collector
+from ..model import kube_state
 from ..model.catalog import AlertSpec, Catalog, FailureMode
 from . import jobmetrics
 from .mapping import did_you_mean
@@ -149,10 +150,12 @@ def _check_hold_outlasts_detection(settings: Settings, catalog, errors: Collecto
 
 
 def slo_group_labels(spec, settings: Settings) -> tuple[str, ...]:
-    """The labels an SLO may be grouped by: a GPU's inventory labels, or a training job's (cluster,
-    namespace, workload)."""
+    """The labels an SLO may be grouped by: a GPU's inventory labels, a training job's (cluster, namespace,
+    workload), or a Kubernetes Job's (cluster, its namespace as kube-state-metrics names it)."""
     if spec.scope == "job":
         return (settings.cluster_label, settings.namespace_label, "workload")
+    if spec.scope == "kube_job":
+        return (settings.cluster_label, kube_state.NAMESPACE)
     return tuple(settings.gpu_labels)
 
 
@@ -178,7 +181,7 @@ def _check_slos(settings: Settings, catalog, errors: Collector) -> None:
         unknown = [label for label in user.group_by or () if label not in allowed]
         if unknown:
             errors.add(user.where, "bad-value", f"slos.{user.id}.group_by: {', '.join(unknown)} is not a label of what "
-                       f"the SLO counts (a {'job' if spec.scope == 'job' else 'GPU'}: {', '.join(allowed)})")
+                       f"the SLO counts (a {dict(job='job', kube_job='Kubernetes Job').get(spec.scope, 'GPU')}: {', '.join(allowed)})")
         if spec.scope == "job" and not settings.job_metrics.enabled:
             errors.add(user.where, "bad-value", f"slos.{user.id} counts training jobs from their own metrics, which "
                        "job_metrics.enabled: false turns off")

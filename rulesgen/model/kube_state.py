@@ -7,8 +7,9 @@ job-metrics.md): a container's requests as `kube_pod_container_resource_requests
 the current phase), its owner as `kube_pod_owner{owner_kind, owner_name}`, a Job's conditions as
 `kube_job_complete` / `kube_job_failed` `{condition="true"}` and its failed pods as `kube_job_status_failed`,
 all labelled with the object's `namespace` (kube-state-metrics is scraped with honorLabels, so its
-`namespace` is the object's, whatever rulesgen.yaml calls dcgm-exporter's pod namespace). The rules never
-read them: where kube-state-metrics is not scraped those panels stay empty and say so."""
+`namespace` is the object's, whatever rulesgen.yaml calls dcgm-exporter's pod namespace). Only the
+job_success SLO's rules read them (opt-in, docs/slos.md): where kube-state-metrics is not scraped the panels
+stay empty and say so."""
 from __future__ import annotations
 
 NAMESPACE = "namespace"  # the label kube-state-metrics names an object's namespace with
@@ -19,4 +20,6 @@ POD_OWNER = "kube_pod_owner"
 JOB_COMPLETE = "kube_job_complete"
 JOB_FAILED = "kube_job_failed"
 JOB_FAILED_PODS = "kube_job_status_failed"
-SERIES = (REQUESTS, POD_PHASE, POD_OWNER, JOB_COMPLETE, JOB_FAILED, JOB_FAILED_PODS)
+JOB_ACTIVE = "kube_job_status_active"  # the Job's running pods: the job_success SLO sees a Job run, then finish
+JOB_LABEL = "job_name"  # the label kube-state-metrics names a Job with (kube_pod_owner's owner_name for its pods)
+SERIES = (REQUESTS, POD_PHASE, POD_OWNER, JOB_COMPLETE, JOB_FAILED, JOB_FAILED_PODS, JOB_ACTIVE)

@@ -9,7 +9,7 @@ ALERT_CLASSES = ("page", "ticket")  # a tier's receiver class: the burn_tier lab
 TIER_CHOICES = (*ALERT_CLASSES, "off")  # what rulesgen.yaml may set a tier to
 PERIODS = (7 * 86400, 28 * 86400, 30 * 86400)  # the period choices (issue tracker: 7d, 28d, 30d)
 SLO_FAILURE_MODE = "slo_burn"  # the failure_mode label of every SLO alert (DESIGN "SLOs")
-SCOPES = ("gpu", "job")  # what an SLI counts: a GPU's minutes, a training job's GPU-minutes
+SCOPES = ("gpu", "job", "kube_job")  # what an SLI counts: GPU-minutes, a training job's GPU-minutes, Kubernetes Jobs
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class SloSpec:
     meaning: str
     why: str
     unit: str = "GPU-minutes"  # what the objective is a percentage of, as the alerts' text says it
-    scope: str = "gpu"  # gpu | job: which labels may group it
+    scope: str = "gpu"  # gpu | job | kube_job: which labels may group it
     tiers: tuple[tuple[str, str], ...] = ()  # (tier name, page | ticket | off): this SLO's own defaults
     check: tuple[str, ...] = ()
     do: tuple[str, ...] = ()

@@ -41,8 +41,9 @@ def render_slo_runbook(slos: tuple[Slo, ...]) -> Artifact:
     pages = [{"slo": s, "objective": format_number(s.objective), "period": format_duration(s.period),
               "budget": format_number(round(s.budget * 100, 6)) + "%", "absent": absent_alert_name(s),
               "absent_for": format_duration(s.spec.input_absent_for),
-              "absent_when": ("a job that exported its steps within the day, whose pods hold GPUs, exports none"
-                              if s.spec.scope == "job" else "a cluster counted within the day has no GPU in the inventory"),
+              "absent_when": {"job": "a job that exported its steps within the day, whose pods hold GPUs, exports none",
+                              "kube_job": "a cluster whose GPU Jobs finished within the day has no kube-state-metrics Job series"
+                              }.get(s.spec.scope, "a cluster counted within the day has no GPU in the inventory"),
               "tiers": [{"alert": slo_alert_name(s, cls), "name": t.name, "cls": cls, "long": format_duration(t.long),
                          "short": format_duration(t.short), "factor": format_number(round(t.factor(s.period), 2)),
                          "share": f"{t.budget_share:.0%}"} for t, cls in s.tiers]}
