@@ -158,7 +158,8 @@ def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_rend
     assert hourly["interval"] == "1h"
     assert {r["record"] for r in hourly["rules"]} == {"slo:gpu_capacity_bad:sum_1h", "slo:gpu_capacity_total:sum_1h",
                                                       "slo:gpu_capacity_bad_by_failure_mode:sum_1h",
-                                                      "node:slo_gpu_capacity_bad:sum_1h", "model:slo_gpu_capacity_bad:sum_1h"}
+                                                      "node:slo_gpu_capacity_bad:sum_1h", "model:slo_gpu_capacity_bad:sum_1h",
+                                                      "slo:gpu_capacity_bad_by_driver:sum_1h"}
     assert all(r["expr"].startswith("sum_over_time(") and r["expr"].endswith("[1h])") for r in hourly["rules"])
     rules = _rules(slo_render)
     for window in ("1d", "3d", "30d"):
@@ -237,9 +238,12 @@ def _node_lost_fleet():
     series = []
     for n in range(1, 5):
         gaps = [(lost, back)] if n == 4 else restarts if n == 2 else []
+        driver = "560.35.03" if n == 4 else "550.90.07"  # n4 runs the new driver: the budget split names it
         for g in range(8):
             series.append({"series": f"gpu:dcgm_reporting:timestamp{{{_gpu('c1', f'n{n}', g)}}}",
                            "values": _values(steps, gaps)})
+            series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{job="dcgm-exporter", {_gpu("c1", f"n{n}", g)}, '
+                                     f'DCGM_FI_DRIVER_VERSION="{driver}"}}', "values": _values(steps, gaps)})
     node = 'alertname="DCGMExporterDown", cluster="c1", Hostname="{}", failure_mode="exporter_down", severity="warning", action="investigate"'
     series += _alert(node.format("n4"), steps, (lost, lost + 1), (lost + 1, back + 1))
     for a, _ in restarts:
@@ -251,11 +255,12 @@ def _node_lost_fleet():
               (_h(67) + 7, "GPUCapacitySLOBurnPage", []),
               (_h(67), "GPUCapacitySLOBurnTicket", []), (_h(71), "GPUCapacitySLOBurnTicket", []),
               (_h(36), "GPUCapacitySLOBurnPage", []), (_h(36) + 1, "GPUCapacitySLOInputAbsent", [])]
-    # The budget split: the one cause (exporter_down), node (n4) and model spend all that is spent, n2 nothing.
+    # The budget split: the one cause (exporter_down), node (n4), model and driver (n4's, remembered while its GPUs
+    # are gone) spend all that is spent, n2 nothing.
     whole = "round({} + on (cluster) group_left () slo:gpu_capacity_error_budget:remaining, 0.001)"
     values = [(_h(72), whole.format(f"slo:gpu_capacity_error_budget:spent_by_{dim}"), [({"cluster": "c1", **labels}, 1)])
               for dim, labels in (("failure_mode", {"failure_mode": "exporter_down"}), ("node", {"Hostname": "n4"}),
-                                  ("model", {"modelName": MODEL}))]
+                                  ("model", {"modelName": MODEL}), ("driver", {"driver": "560.35.03"}))]
     return steps, series, checks, values
 
 

@@ -20,6 +20,7 @@ from ..model.catalog import Catalog
 from ..model.output import Rule, RuleFile, RuleGroup
 from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, absent_alert_name, alert_name, effective
 from ..promql.text import by, format_number
+from .metric_selectors import selector
 
 RULE_FILE = conventions.rule_file("slos")
 DAY = 86400
@@ -56,7 +57,7 @@ def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
         elif slo.id == "job_success":
             counts = _job_success(slo, settings)
         else:
-            counts = _gpu_capacity(slo, settings, modes, catalog.named("reporting"))
+            counts = _gpu_capacity(slo, settings, modes, catalog.named("reporting"), _driver_of_each_gpu(catalog, settings))
         fast, hourly = _budget(slo, settings, counts)
         groups += [RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}", fast, settings.evaluation_interval),
                    RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}-hourly", hourly, HOUR)]
@@ -103,7 +104,9 @@ def names(slo: Slo) -> dict[str, str]:
     else:
         out.update({"inventory": f"gpu:slo_{s}:inventory", "cause": f"gpu:slo_{s}_bad:cause",
                     "by_mode": f"slo:{s}_bad_by_failure_mode:count", "by_node": f"node:slo_{s}_bad:count",
-                    "by_model": f"model:slo_{s}_bad:count"})
+                    "by_model": f"model:slo_{s}_bad:count", "driver": f"gpu:slo_{s}:driver",
+                    "driver_now": f"gpu:slo_{s}:driver_reported",
+                    "by_driver": f"slo:{s}_bad_by_driver:count"})
     for key in [k for k in out if k.startswith("by_") or k == "job_bad"]:
         out[f"{key}_1h"] = out[key].rsplit(":", 1)[0] + f":{hourly}"
     return out
@@ -123,8 +126,22 @@ def windows(slo: Slo) -> list[int]:
     return sorted({w for tier, _ in slo.tiers for w in (tier.long, tier.short)})
 
 
-def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str) -> Counts:
-    """reporting: the record with one series per reporting GPU (catalog role `reporting`)."""
+def _driver_of_each_gpu(catalog: Catalog, settings: Settings) -> str | None:
+    """One series per GPU (cluster, UUID) with its driver version as `driver`, from the catalog's inventory metric
+    under whichever of the driver field's label names the exporter uses (4.9 renamed it); None when the catalog
+    names no driver field. topk: while a driver is replaced, the old series stay for the lookback."""
+    if catalog.named("driver_version") is None or catalog.named("inventory") is None:
+        return None
+    expr = selector(catalog.metric(catalog.named("inventory")), settings.selector)
+    for name in reversed(catalog.metric(catalog.named("driver_version")).names):
+        expr = f'label_replace({expr}, "driver", "$1", "{name}", "(.+)")'
+    key = by((settings.cluster_label, "UUID"))
+    return f"topk by ({key}) (1, group by ({key}, driver) ({expr}))"
+
+
+def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str, driver: str | None) -> Counts:
+    """reporting: the record with one series per reporting GPU (catalog role `reporting`); driver: each GPU's
+    driver version (_driver_of_each_gpu), for the budget spent by driver."""
     n = names(slo)
     gpu, node, ident = by(settings.gpu_labels), by(settings.node_labels), by(settings.gpu_identity)
     group = by(slo.group_by)
@@ -154,6 +171,15 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str)
     )
     by_mode = Breakdown("failure_mode", "by_mode", ("failure_mode",))
     breakdowns = (by_mode, Breakdown("node", "by_node", (settings.host_label,)), Breakdown("model", "by_model", ("modelName",)))
+    if driver is not None:
+        # A GPU's driver, remembered while the GPU stays in the inventory after it stops reporting (lost GPUs).
+        now = f"group by ({ident}, driver) (\n  {n['inventory']}\n  * on ({by((settings.cluster_label, 'UUID'))}) group_left (driver) {driver}\n)"
+        rules += (Rule(record=n["driver_now"], expr=now),
+                  Rule(record=n["driver"], expr=f"{n['driver_now']}\nor (\n  last_over_time({n['driver']}[10m] offset 1s)\n"
+                                                 f"    and on ({ident}) {n['inventory']}\n    unless on ({ident}) {n['driver_now']}\n)"),
+                  Rule(record=n["by_driver"], expr=f"count by ({by(dict.fromkeys((*slo.group_by, 'driver')))}) (\n"
+                                                   f"  {bad_gpus}\n  * on ({ident}) group_left (driver) {n['driver']}\n)"))
+        breakdowns += (Breakdown("driver", "by_driver", ("driver",)),)
     return Counts(rules, breakdowns, _absent_alert(slo, settings, n), by_mode)
 
 
