@@ -150,6 +150,10 @@ def test_burn_alerts_carry_the_contract_labels_and_a_tier_can_move_or_go(tmp_pat
         assert "{{ $labels.cluster }}" in alert["annotations"]["summary"]
         assert "slo:gpu_capacity_bad_by_failure_mode:count" in alert["annotations"]["description"]
     assert "burn_tier" not in rules["GPUCapacitySLOInputAbsent"]["labels"]
+    # the catalog's budget policy, tightest step first: only the step the budget left is under applies
+    text = page["annotations"]["description"]
+    assert (text.index("{{ if lt (. | first | value) 0 }}Budget policy (budget spent): The budget is spent.")
+            < text.index("{{ else if lt (. | first | value) 0.25 }}Budget policy (under 25% left): Freeze driver"))
 
 
 def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_render):

@@ -345,7 +345,7 @@ def _burn_alert(slo: Slo, settings: Settings, cls: str, spending: Breakdown) -> 
         f"{{{{ with query (printf `{n['exhaustion']}{selector}` {args}) }}}}At this rate the budget left is gone in "
         f"{{{{ . | first | value | humanizeDuration }}}}. {{{{ end }}}}"
         f"{{{{ with query (printf `{n['remaining']}{selector}` {args}) }}}}Budget left: "
-        f"{{{{ . | first | value | humanizePercentage }}}}. {{{{ end }}}}"
+        f"{{{{ . | first | value | humanizePercentage }}}}. {_policy(slo)}{{{{ end }}}}"
         f"Spending it now (by {spending.dimension.replace('_', ' ')}): "
         f"{{{{ range query (printf `sort_desc({n[spending.key]}{selector})` {args}) }}}}"
         + "/".join(f"{{{{ .Labels.{label} }}}}" for label in spending.labels) + " {{ .Value }}; {{ end }}")
@@ -358,6 +358,17 @@ def _burn_alert(slo: Slo, settings: Settings, cls: str, spending: Breakdown) -> 
     }
     return Rule(alert=alert_name(slo, cls), expr="\nor ".join(branches), labels=tuple(sorted(labels.items())),
                 annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+
+
+def _policy(slo: Slo) -> str:
+    """The catalog's budget policy as template text inside `with query (remaining)`: the tightest step whose
+    threshold the budget left is under."""
+    if not slo.spec.policy:
+        return ""
+    branches = [f"{{{{ {'if' if i == 0 else 'else if'} lt (. | first | value) {format_number(below / 100)} }}}}"
+                f"Budget policy ({'budget spent' if below == 0 else f'under {format_number(below)}% left'}): {advice} "
+                for i, (below, advice) in enumerate(slo.spec.policy)]
+    return "".join(branches) + "{{ end }}"
 
 
 def _selector(slo: Slo) -> str:

@@ -42,6 +42,15 @@ def read_slos(doc, errors) -> tuple[tuple[BurnTier, ...], tuple[SloSpec, ...]]:
             if value is not None:
                 own_tiers.append((tier, value))
         own.done()
+        policy = []
+        steps, step_wheres = f.list("budget_policy")
+        for step, sw in zip(steps, step_wheres):
+            pf = Fields(step, errors, f"slo {slo_id} budget_policy", fallback=sw)
+            below = pf.num("below", required=True, minimum=0, maximum=100)
+            advice = pf.str("advice", required=True)
+            if below is not None and advice:
+                policy.append((below, " ".join(advice.split())))
+            pf.done()
         slos.append(SloSpec(
             id=slo_id, title=f.str("title", required=True) or slo_id,
             alert_prefix=f.str("alert_prefix", required=True, pattern=r"[A-Z][A-Za-z0-9]*") or "SLO",
@@ -51,6 +60,7 @@ def read_slos(doc, errors) -> tuple[tuple[BurnTier, ...], tuple[SloSpec, ...]]:
             meaning=" ".join((f.str("meaning", required=True) or "").split()),
             why=" ".join((f.str("why", required=True) or "").split()),
             unit=f.str("unit") or "GPU-minutes", scope=f.str("scope", choices=SCOPES) or "gpu", tiers=tuple(own_tiers),
+            policy=tuple(sorted(policy)),
             check=tuple(runbook.str_list("check")), do=tuple(runbook.str_list("do")), where=f.at("id")))
         runbook.done()
         f.done()

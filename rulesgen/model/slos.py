@@ -41,6 +41,7 @@ class SloSpec:
     unit: str = "GPU-minutes"  # what the objective is a percentage of, as the alerts' text says it
     scope: str = "gpu"  # gpu | job | kube_job: which labels may group it
     tiers: tuple[tuple[str, str], ...] = ()  # (tier name, page | ticket | off): this SLO's own defaults
+    policy: tuple[tuple[float, str], ...] = ()  # (budget left below this percent, what to do), tightest first
     check: tuple[str, ...] = ()
     do: tuple[str, ...] = ()
     where: Where = field(default=Where("<builtin>"), compare=False)
