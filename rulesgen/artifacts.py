@@ -20,6 +20,7 @@ from .builders.rules import build_rules
 from .builders.runbooks import build_runbooks
 from .builders.sharded import build_sharded
 from .builders.slos import active_slos
+from .builders.slos import names as slo_names
 from .catalog import load_catalog
 from .checks.rate_window import shortest_rate_window
 from .durations import format_duration
@@ -36,6 +37,7 @@ from .render.alertmanager import render_alertmanager
 from .render.counters import render_counters
 from .render.grafana import dashboard_artifacts, is_generated_dashboard, provider_artifact
 from .render.prometheus import render_rule_file
+from .render.openslo import render_openslo
 from .render.runbooks import render_runbooks, render_slo_runbook
 from .render.sharded import sharded_artifacts
 from .render.yamltext import PLACEHOLDER, dump_nested, dump_spliced, header
@@ -46,7 +48,7 @@ MANAGED_DIRS = ("alerts/prometheus", "tests/promtool", vmalert_tests.TESTS_DIR, 
                 "deploy/prometheus-operator", "deploy/victoriametrics-operator", "deploy/grafana-dashboards",
                 "deploy/grafana-operator", "dashboards",
                 "alerts/sharded", "alerts/sharded/shard", "alerts/sharded/global",
-                "deploy/prometheus-operator-sharded", "deploy/victoriametrics-operator-sharded")
+                "deploy/prometheus-operator-sharded", "deploy/victoriametrics-operator-sharded", "slos")
 # Rule files no alert depends on: checked by promtool/vmalert, not replayed in scenario tests.
 DASHBOARD_ONLY = ("alerts/prometheus/aggregates.yaml",)
 
@@ -228,6 +230,8 @@ def delivery_artifacts(catalog: Catalog, settings: Settings, resolved: Resolved,
         extra += render_runbooks(build_runbooks(catalog, settings, rules, resolved))
         if slos:
             extra.append(render_slo_runbook(slos))
+    if slos:
+        extra.append(render_openslo(slos, {s.id: (slo_names(s)["bad"], slo_names(s)["total"]) for s in slos}))
     if out.exporter_counters:
         extra += render_counters(exporter_counters(catalog, rules, out.prometheus_rule.namespace))
     return extra

@@ -5,8 +5,10 @@ in 104 drained for days tickets and never pages, exporter restarts spend nothing
 vanishes says so."""
 from __future__ import annotations
 
+import json
 import subprocess
 
+import jsonschema
 import pytest
 import yaml
 from conftest import ROOT, engine_param, run_cli
@@ -116,6 +118,7 @@ def test_settings_keep_what_the_user_set(tmp_path):
 def test_no_slos_section_renders_no_slo(rendered_outputs):
     assert not (rendered_outputs / "alerts/prometheus/slos.yaml").exists()
     assert not (rendered_outputs / "runbooks/slo-burn.md").exists()
+    assert not (rendered_outputs / "slos").exists()
 
 
 # --- the rules ------------------------------------------------------------------------------------
@@ -529,3 +532,32 @@ def test_a_lost_node_pages_the_capacity_slo_from_the_dcgm_series(tmp_path, reque
     cmd = [binary, "test", "rules", str(test)] if engine == "promtool" else [binary, "unittest", f"--files={test}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=test.parent)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+# --- OpenSLO ------------------------------------------------------------------------------------------
+
+OPENSLO_SCHEMA = json.loads((ROOT / "tests/schemas/openslo-v1.schema.json").read_text())
+
+
+def test_the_slos_are_exported_as_openslo_v1_documents(slo_render):
+    """slos/openslo.yaml: a Service and one SLO per rendered SLO, each valid against the v1 specification (no
+    OpenSLO tool runs here; tests/schemas/openslo-v1.schema.json says where it comes from), their queries the
+    per-evaluation counts the rules record, their objectives and burn tiers those of the alerts."""
+    docs = list(yaml.safe_load_all((slo_render / "slos/openslo.yaml").read_text()))
+    for doc in docs:
+        jsonschema.validate(doc, OPENSLO_SCHEMA)
+    slos = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "SLO"}
+    assert sorted(slos) == ["gpu-capacity", "job-success", "training-time"]
+    records = _rules(slo_render)
+    for spec in slos.values():
+        ratio = spec["indicator"]["spec"]["ratioMetric"]
+        for key in ("bad", "total"):
+            assert ratio[key]["metricSource"]["spec"]["query"] in records
+    capacity = slos["gpu-capacity"]
+    assert capacity["objectives"][0]["target"] == 0.995 and capacity["timeWindow"] == [{"duration": "30d", "isRolling": True}]
+    fast = capacity["alertPolicies"][0]["spec"]["conditions"][0]["spec"]
+    assert fast == {"severity": "critical", "condition": {"kind": "burnrate", "op": "gte", "threshold": 14.4,
+                                                          "lookbackWindow": "1h", "alertAfter": "5m"}}
+    bad = dict(docs[1], metadata={"name": "gpu_capacity"})  # the schema can fail: an underscore is no DNS-1123 name
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, OPENSLO_SCHEMA)
