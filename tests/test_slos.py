@@ -561,3 +561,23 @@ def test_the_slos_are_exported_as_openslo_v1_documents(slo_render):
     bad = dict(docs[1], metadata={"name": "gpu_capacity"})  # the schema can fail: an underscore is no DNS-1123 name
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, OPENSLO_SCHEMA)
+
+
+# --- rulesgen explain slo --------------------------------------------------------------------------------
+
+def test_explain_traces_a_rendered_slo_and_says_when_one_is_not(slo_render, tmp_path):
+    result = run_cli("explain", "slo", "training_time", "--config", str(slo_render.parent / "rulesgen.yaml"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    facts = json.loads(result.stdout)
+    assert facts["rendered"] and facts["objective"] == 95 and facts["period"] == "30d"
+    assert [(t["name"], t["class"], t["factor"]) for t in facts["tiers"]] == [
+        ("fast", "ticket", 14.4), ("medium", "ticket", 6), ("slow", "ticket", 3), ("background", "ticket", 1)]
+    assert {t["alert"] for t in facts["tiers"]} == {"TrainingTimeSLOBurnTicket"}
+    assert "job:slo_training_time:productive" in facts["records"] and "slos/openslo.yaml" in facts["files"]
+    assert set(facts["records"]) <= set(_rules(slo_render))
+    (tmp_path / "rulesgen.yaml").write_text("urls: {}\n")
+    result = run_cli("explain", "gpu_capacity", "--config", str(tmp_path / "rulesgen.yaml"))
+    assert result.returncode == 0 and "not rendered: rulesgen.yaml names no slos.gpu_capacity" in result.stdout, result.stderr
+    assert "GPUCapacitySLOBurnPage" in result.stdout and "under 25% left: Freeze driver" in result.stdout
+    result = run_cli("explain", "slo", "gpu_capacty", "--config", str(tmp_path / "rulesgen.yaml"))
+    assert result.returncode == 2 and "unknown SLO 'gpu_capacty'" in result.stderr and "gpu_capacity" in result.stderr

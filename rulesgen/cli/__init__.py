@@ -23,7 +23,16 @@ finally:
     if _main_thread:
         signal.signal(signal.SIGINT, _previous)
 
+def _help_options(command) -> None:
+    """-h as well as --help on the command and its subcommands, also when one is invoked on its own: click caches
+    a command's help option the first time it builds it, from the context of that call."""
+    command.context_settings.setdefault("help_option_names", ["-h", "--help"])
+    for sub in getattr(command, "commands", {}).values():
+        _help_options(sub)
+
+
 for _command in (render, check, test, replay_cmd, push_cmd, list_cmd, init, lint, explain, backfill_group):
     main.add_command(_command)
+    _help_options(_command)
 
 __all__ = ["main"]

@@ -99,13 +99,32 @@ def _list_json(plan, inactive, report, counters_file, job_file, stock) -> dict:
 
 
 @click.command()
-@click.argument("failure_mode")
+@click.argument("names", nargs=-1, required=True, metavar="FAILURE_MODE | RULE | slo ID")
 @with_common
 @format_option
-def explain(failure_mode, catalog, config, scenarios, scenario_tests, fmt):
+def explain(names, catalog, config, scenarios, scenario_tests, fmt):
     """What FAILURE_MODE detects, its PromQL, thresholds, runbook, and its path to the output files.
-    Given a recording rule or alert name instead: its tier (local, partial, global) and why."""
+    Given a recording rule or alert name instead: its tier (local, partial, global) and why.
+    Given `slo ID` (or an SLO's id): what the SLO counts, its objective, burn tiers and budget policy."""
     plan = plan_or_fail(catalog, config, scenarios, scenario_tests=scenario_tests)
+    slo_ids = [s.id for s in plan.catalog.slos]
+    if names[0] == "slo" or (len(names) == 1 and names[0] in slo_ids):
+        slo_id = names[-1]
+        if slo_id not in slo_ids or len(names) > 2 or (names[0] == "slo" and len(names) != 2):
+            from ..load.mapping import did_you_mean
+            error(f"unknown SLO {' '.join(names[1:])!r}{did_you_mean(slo_id, slo_ids)} (catalog/slos.yaml has: {', '.join(slo_ids)})")
+            sys.exit(2)
+        from .slos import echo_slo, slo_facts
+        facts = slo_facts(plan, slo_id)
+        if fmt == "json":
+            emit_json(facts)
+        else:
+            echo_slo(facts)
+        return
+    if len(names) != 1:
+        error(f"explain takes one failure mode or rule name, or `slo ID`; got {' '.join(names)!r}")
+        sys.exit(2)
+    failure_mode = names[0]
     ids = [fm.id for fm in plan.catalog.failure_modes]
     rule_names = {r.record or r.alert for r in plan.rules.rules}
     if failure_mode not in ids and failure_mode in rule_names:
