@@ -272,11 +272,11 @@ def _node_lost_fleet():
 
 
 def _one_in_a_hundred_fleet():
-    """104 GPUs (13 nodes of 8) for 4 days; GPU 3 of n7 has a firing drain alert (ecc_uncorrectable) from 24h
+    """104 GPUs (13 nodes of 8) for 3 days; GPU 3 of n7 has a firing drain alert (ecc_uncorrectable) from 24h
     to the end: 1/104 = 0.96% of the GPU-minutes, under the page factors (7.2%, 3%) and the 1d tier's 1.5%,
     over the background tier's 0.5% once the bad hours are 52% of the 3d window's: ~50h (hourly sums: the
-    ratio lags up to an hour). The ticket then holds to the end."""
-    steps = _h(96)
+    ratio lags up to an hour). The ticket then holds to the end (at 72h: 0.64% over 3 days, 0.96% over 6h)."""
+    steps = _h(72)
     series = [{"series": f"gpu:dcgm_reporting:timestamp{{{_gpu('c1', f'n{n}', g)}}}", "values": _values(steps)}
               for n in range(1, 14) for g in range(8)]
     series += _alert(f'alertname="GPUEccUncorrectable", {_gpu("c1", "n7", 3)}, failure_mode="ecc_uncorrectable", '
@@ -284,8 +284,8 @@ def _one_in_a_hundred_fleet():
     ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "gpu_capacity", "cluster": "c1",
               "severity": "warning", "action": "investigate"}
     checks = [(_h(48), "GPUCapacitySLOBurnTicket", []), (_h(52), "GPUCapacitySLOBurnTicket", [ticket]),
-              (_h(95), "GPUCapacitySLOBurnTicket", [ticket])]
-    checks += [(_h(h), "GPUCapacitySLOBurnPage", []) for h in (25, 30, 52, 95)]
+              (_h(72), "GPUCapacitySLOBurnTicket", [ticket])]
+    checks += [(_h(h), "GPUCapacitySLOBurnPage", []) for h in (25, 30, 52, 72)]
     return steps, series, checks, []
 
 
