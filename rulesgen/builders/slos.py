@@ -263,19 +263,14 @@ def _job_success(slo: Slo, settings: Settings) -> Counts:
 def _kube_absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
     """A cluster whose GPU Jobs finished within the day has no kube-state-metrics Job series now."""
     cluster = settings.cluster_label
-    annotations = {
-        "summary": f"{{{{ $labels.{cluster} }}}}: {slo.spec.title} SLO has lost its input: no Kubernetes Job is seen",
-        "description": (f"{kube_state.JOB_ACTIVE} has no series for cluster {{{{ $labels.{cluster} }}}}, where GPU Jobs finished "
-                        f"within the day: kube-state-metrics is not scraped there any more, so the {slo.spec.title} SLO "
-                        "counts nothing. Check its deployment and its ServiceMonitor."),
-        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
-        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (cluster,)),
-    }
-    expr = (f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
-            f"unless on ({cluster}) group by ({cluster}) ({kube_state.JOB_ACTIVE})")
-    return Rule(alert=absent_alert_name(slo), expr=expr, for_seconds=slo.spec.input_absent_for,
-                labels=tuple(sorted(_absent_labels(slo, settings).items())),
-                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+    return _absent_rule(
+        slo, settings,
+        expr=(f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
+              f"unless on ({cluster}) group by ({cluster}) ({kube_state.JOB_ACTIVE})"),
+        summary=f"{{{{ $labels.{cluster} }}}}: {slo.spec.title} SLO has lost its input: no Kubernetes Job is seen",
+        description=(f"{kube_state.JOB_ACTIVE} has no series for cluster {{{{ $labels.{cluster} }}}}, where GPU Jobs finished "
+                     f"within the day: kube-state-metrics is not scraped there any more, so the {slo.spec.title} SLO "
+                     "counts nothing. Check its deployment and its ServiceMonitor."))
 
 
 def _budget(slo: Slo, settings: Settings, counts: Counts) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
@@ -375,49 +370,46 @@ def _selector(slo: Slo) -> str:
     return "{" + ", ".join(f"{label}=%q" for label in slo.group_by) + "}"
 
 
-def _absent_labels(slo: Slo, settings: Settings) -> dict[str, str]:
-    return {**dict(settings.extra_labels), "severity": "warning", "failure_mode": SLO_FAILURE_MODE,
-            "action": "investigate", "slo": slo.id}
+def _absent_rule(slo: Slo, settings: Settings, expr: str, summary: str, description: str) -> Rule:
+    """An SLO's input-absent alert: warning, investigate, held input_absent_for, the slo_burn runbook and the
+    fleet dashboard; what is absent (expr and text) is the SLI's."""
+    labels = {**dict(settings.extra_labels), "severity": "warning", "failure_mode": SLO_FAILURE_MODE,
+              "action": "investigate", "slo": slo.id}
+    annotations = {"summary": summary, "description": description,
+                   "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
+                   "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (settings.cluster_label,))}
+    return Rule(alert=absent_alert_name(slo), expr=expr, for_seconds=slo.spec.input_absent_for,
+                labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())),
+                failure_mode=SLO_FAILURE_MODE)
 
 
 def _job_absent_alert(slo: Slo, settings: Settings, n: dict, job: str, workload: str) -> Rule:
     """A job that exported its steps within the day, whose pods hold GPUs now, exports none: the SLO is blind
     to it (its metrics endpoint, PodMonitor or selector broke, or a restart hangs before its first step)."""
     ns, pod = settings.namespace_label, settings.pod_label
-    annotations = {
-        "summary": f"{{{{ $labels.{ns} }}}}/{{{{ $labels.workload }}}}: {slo.spec.title} SLO has lost its input: "
-                   "the job holds GPUs and exports no training step",
-        "description": (f"Job {{{{ $labels.workload }}}} in {{{{ $labels.{ns} }}}} exported {settings.job_metrics.step} within "
-                        "the day and its pods hold GPUs now, but no step reaches this evaluator: the "
-                        f"{slo.spec.title} SLO cannot count it. Check the job's metrics endpoint and PodMonitor, and "
-                        "whether a restart hangs before its first step."),
-        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
-        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (settings.cluster_label,)),
-    }
-    expr = (f"group by ({job}) ({workload}{{{pod}!=\"\"}})\n"
-            f"and on ({job}) group by ({job}) (max_over_time({n['job_bad_1h']}[1d]))\n"
-            f"unless on ({job}) {n['step']}")
-    return Rule(alert=absent_alert_name(slo), expr=expr, for_seconds=slo.spec.input_absent_for,
-                labels=tuple(sorted(_absent_labels(slo, settings).items())),
-                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+    return _absent_rule(
+        slo, settings,
+        expr=(f"group by ({job}) ({workload}{{{pod}!=\"\"}})\n"
+              f"and on ({job}) group by ({job}) (max_over_time({n['job_bad_1h']}[1d]))\n"
+              f"unless on ({job}) {n['step']}"),
+        summary=(f"{{{{ $labels.{ns} }}}}/{{{{ $labels.workload }}}}: {slo.spec.title} SLO has lost its input: "
+                 "the job holds GPUs and exports no training step"),
+        description=(f"Job {{{{ $labels.workload }}}} in {{{{ $labels.{ns} }}}} exported {settings.job_metrics.step} within "
+                     "the day and its pods hold GPUs now, but no step reaches this evaluator: the "
+                     f"{slo.spec.title} SLO cannot count it. Check the job's metrics endpoint and PodMonitor, and "
+                     "whether a restart hangs before its first step."))
 
 
 def _absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
     """A cluster counted within the day whose inventory is gone: the SLO counts nothing there (its exporters'
     targets removed, a selector that no longer matches). pyrra's SLOMetricAbsent, per cluster."""
-    labels = _absent_labels(slo, settings)
-    annotations = {
-        "summary": f"{{{{ $labels.{settings.cluster_label} }}}}: {slo.spec.title} SLO has lost its input: no GPU is counted",
-        "description": (f"{n['total']} has no series for cluster {{{{ $labels.{settings.cluster_label} }}}}, which had GPUs "
-                        f"within the day: no GPU of it reaches this evaluator through dcgm-exporter, so the {slo.spec.title} "
-                        "SLO counts nothing there and its burn alerts cannot fire. Check the exporters' targets and the "
-                        "rules' selector; a cluster taken out of service resolves this within a day."),
-        "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
-        "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (settings.cluster_label,)),
-    }
     cluster = settings.cluster_label
-    expr = (f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
-            f"unless on ({cluster}) group by ({cluster}) ({n['total']})")
-    return Rule(alert=absent_alert_name(slo), expr=expr,
-                for_seconds=slo.spec.input_absent_for, labels=tuple(sorted(labels.items())),
-                annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
+    return _absent_rule(
+        slo, settings,
+        expr=(f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
+              f"unless on ({cluster}) group by ({cluster}) ({n['total']})"),
+        summary=f"{{{{ $labels.{cluster} }}}}: {slo.spec.title} SLO has lost its input: no GPU is counted",
+        description=(f"{n['total']} has no series for cluster {{{{ $labels.{cluster} }}}}, which had GPUs "
+                     f"within the day: no GPU of it reaches this evaluator through dcgm-exporter, so the {slo.spec.title} "
+                     "SLO counts nothing there and its burn alerts cannot fire. Check the exporters' targets and the "
+                     "rules' selector; a cluster taken out of service resolves this within a day."))

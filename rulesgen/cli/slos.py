@@ -9,6 +9,7 @@ import click
 
 from ..builders.slos import active_slos, names, ratio_record, windows
 from ..durations import format_duration
+from ..model import conventions
 from ..model.slos import SloSettings, absent_alert_name, alert_name, effective
 from ..promql.text import format_number
 from ..render.openslo import PATH as OPENSLO_PATH
@@ -21,7 +22,7 @@ def slo_facts(plan, slo_id: str) -> dict:
     spec = next(s for s in plan.catalog.slos if s.id == slo_id)
     rendered = next((s for s in active_slos(plan.catalog, plan.settings) if s.id == slo_id), None)
     slo = rendered or effective(spec, plan.catalog.burn_tiers, SloSettings(id=slo_id), plan.settings.cluster_label)
-    records = [r.record for f in plan.rules.files for g in f.groups if g.name.startswith(f"rulesgen-slo-{slo_id.replace('_', '-')}")
+    records = [r.record for f in plan.rules.files for g in f.groups if g.name.startswith(f"{conventions.GROUP_PREFIX}-slo-{slo_id.replace('_', '-')}")
                for r in g.rules if r.record] if rendered else []
     return {
         "id": slo.id, "title": spec.title, "unit": spec.unit, "rendered": rendered is not None,
