@@ -231,7 +231,8 @@ def replay(promtool: str, files, series: list[tuple[str, str]], interval: int, e
     return run
 
 
-def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path) -> tuple[Run, tuple[str, ...]]:
+def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path,
+                listed: str = "ALERTS") -> tuple[Run, tuple[str, ...]]:
     """A scenario's generated promtool test (a file, or its document with rule files resolved: its input
     series, rule files and expectations) with the ALERTS listings added: the alerts at every evaluation time,
     and what promtool reports against the scenario's own expectations (nothing when they hold: the verdict
@@ -243,7 +244,7 @@ def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path) -
     if given != sorted(scenario.series) or sorted(doc["rule_files"]) != sorted(str(Path(f).resolve()) for f in files):
         raise RuntimeError(f"{test} does not replay scenario {scenario.name}'s series through {list(map(str, files))}")
     case["promql_expr_test"] = case.get("promql_expr_test", []) + listings(
-        "ALERTS", scenario.duration, scenario.evaluation_interval)
+        listed, scenario.duration, scenario.evaluation_interval)
     return _run(promtool, doc, workdir, "single")
 
 
@@ -402,10 +403,12 @@ class Verdict:
     forwarded_series: int
     reference_alerts: int
     expectations: tuple[str, ...] = ()  # what promtool reported against the scenario's own test (reference_test)
+    # (time, record, one server's value, global tier's value) of the records compared (compare's `records`)
+    records: tuple[tuple[int, tuple, float | None, float | None], ...] = ()
 
     @property
     def equal(self) -> bool:
-        return not self.extra and not self.missing
+        return not self.extra and not self.missing and not self.records
 
     def describe(self, limit: int = 8) -> str:
         def fmt(items):
@@ -413,24 +416,30 @@ class Verdict:
                              for t, a in items[:limit])
         return (f"{self.scenario}: {len(self.extra)} extra, {len(self.missing)} missing over {self.steps} steps"
                 + (f"\n  extra: {fmt(self.extra)}" if self.extra else "")
-                + (f"\n  missing: {fmt(self.missing)}" if self.missing else ""))
+                + (f"\n  missing: {fmt(self.missing)}" if self.missing else "")
+                + (f"\n  records: {len(self.records)} differ, first "
+                   + "; ".join(f"{t}s {k}: {a} != {b}" for t, k, a, b in self.records[:limit]) if self.records else ""))
 
 
 def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path,
-            reference_test: Path | dict | None = None, halves: list[list[tuple[str, str]]] | None = None) -> Verdict:
+            reference_test: Path | dict | None = None, halves: list[list[tuple[str, str]]] | None = None,
+            records: str = "") -> Verdict:
     """reference_test: the scenario's generated promtool test over topology.single (or its document). The one
     server's replay is then that test with the listings added, so the same promtool run also judges the
     scenario's own expectations (Verdict.expectations), and CI need not replay the scenario a second time.
-    halves: the shards' series (default: split(scenario))."""
+    halves: the shards' series (default: split(scenario)). records: a regex of record names the global tier
+    must write as the one server does, value for value at every evaluation (Verdict.records)."""
     step = gcd(scenario.interval, scenario.evaluation_interval)
     listed = f"ALERTS|{topology.listed}"
     halves = halves if halves is not None else split(scenario)
     # the one server and the shards are independent replays: run them at once (the shards in one promtool run)
+    judged = "ALERTS" + (f"|{records}" if records else "")
+
     def one_server() -> tuple[Run, tuple[str, ...]]:
         if reference_test is not None:
-            return replay_test(promtool, reference_test, scenario, topology.single, workdir)
+            return replay_test(promtool, reference_test, scenario, topology.single, workdir, judged)
         return replay(promtool, topology.single, list(scenario.series), scenario.interval, scenario.evaluation_interval,
-                      scenario.duration, "ALERTS", workdir, "single"), ()
+                      scenario.duration, judged, workdir, "single"), ()
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         single = pool.submit(one_server)
@@ -442,8 +451,9 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     for run in shards:
         for t, a in alerts(run, topology.shard_label).items():
             sharded.setdefault(t, set()).update(a)
+    top = Run()
     if topology.global_:
-        top = replay(promtool, topology.global_, sent, step, scenario.evaluation_interval, scenario.duration, "ALERTS",
+        top = replay(promtool, topology.global_, sent, step, scenario.evaluation_interval, scenario.duration, judged,
                      workdir, "global")
         for t, a in alerts(top, topology.shard_label, own_only=True).items():
             sharded.setdefault(t, set()).update(a)
@@ -451,7 +461,29 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     times = range(0, scenario.duration + 1, scenario.evaluation_interval)
     extra = tuple((t, a) for t in times for a in sorted(sharded.get(t, set()) - ref.get(t, set())))
     missing = tuple((t, a) for t in times for a in sorted(ref.get(t, set()) - sharded.get(t, set())))
-    return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()), expectations)
+    return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()), expectations,
+                   _records_differ(reference, top, records, topology) if records else ())
+
+
+def _records_differ(reference: Run, top: Run, records: str, topology: Topology) -> tuple:
+    """(time, series, one server's value, global tier's value) wherever the records matching `records` that the
+    global tier writes differ (the shards' own records reach it only as inputs)."""
+    written = {r["record"] for f in topology.global_ for g in (yaml.safe_load(Path(f).read_text()) or {}).get("groups", [])
+               for r in g["rules"] if "record" in r and re.fullmatch(records, r["record"])}
+
+    def own(run: Run) -> dict:
+        return {key: points for key, points in run.samples.items()
+                if key[0] in written and topology.shard_label not in dict(key[1])}
+    ref, got = own(reference), own(top)
+    out = []
+    for key in sorted(set(ref) | set(got)):
+        a, b = ref.get(key, {}), got.get(key, {})
+        for t in sorted(set(a) | set(b)):
+            x, y = a.get(t), b.get(t)
+            same = x is not None and y is not None and (math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) or x != x and y != y)
+            if not same:
+                out.append((t, key, x, y))
+    return tuple(out)
 
 
 # --- several scenarios in one proof -------------------------------------------------------------------

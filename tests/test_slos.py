@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 
 import jsonschema
 import pytest
+import shard_equality as se
 import yaml
 from conftest import ROOT, engine_param, run_cli
 
@@ -17,6 +19,7 @@ from rulesgen.artifacts import load_inputs
 from rulesgen.builders.slos import build_slo_file
 from rulesgen.builders.vmalert_tests import vmalert_rule_file
 from rulesgen.catalog import bundled_catalog_dir
+from rulesgen.load.scenarios import Scenario
 from rulesgen.load.settings import load_settings
 from rulesgen.render.prometheus import render_rule_file
 
@@ -304,18 +307,17 @@ def _cluster_vanishes_fleet():
     return steps, series, checks, []
 
 
-def _minutes(steps: int, value, gap=None) -> str:
-    """value(i) at every minute i of [0, steps]; over gap (start, end) a stale marker, then nothing."""
-    return " ".join(("stale" if i == gap[0] else "_") if gap and gap[0] <= i < gap[1] else str(value(i))
-                    for i in range(steps + 1))
+def _span(steps: int, value, start: int, end: int) -> str:
+    """value(i) at every minute i of [start, end), a stale marker at end, nothing else."""
+    return " ".join(str(value(i)) if start <= i < end else "stale" if i == end else "_" for i in range(steps + 1))
 
 
 def _training_restart_fleet():
     """Two 8-GPU training jobs for 12 hours, one sample and evaluation a minute, each job's rank 0 exporting its
     step (one a minute) and its last checkpoint step (every 2 hours). llm-b never restarts; it pauses 3 minutes
     at each checkpoint (under the 5-minute stall window: productive). llm-a crashes at 6h: its pod is gone for 20
-    minutes, then resumes from the checkpoint of 4h (step 240) and re-does 120 steps, passing its high-water (360)
-    at 8h21m; at 10h it hangs for 30 minutes (no new step), stalled from 10h05m to 10h30m.
+    minutes, then comes back on another node under a new pod IP (its scrape target), resumes from the checkpoint
+    of 4h (step 240) and re-does 120 steps, passing its high-water (360) at 8h21m; at 10h it hangs for 30 minutes (no new step), stalled from 10h05m to 10h30m.
 
     Bad GPU-minutes of llm-a: 19 missed evaluations (6h01m-6h19m) x 8, added when it comes back, 121 re-done
     evaluations (6h20m-8h20m) x 8, and 26 stalled ones x 8: 1,328 of the 16 GPUs' 960 an hour. The windows
@@ -338,14 +340,18 @@ def _training_restart_fleet():
         ckpt_b.append(120 * (b // 120))
 
     series = []
-    for job, step, ckpt, gap in (("llm-a", step_a, ckpt_a, (crash, back)), ("llm-b", step_b, ckpt_b, None)):
+    # (job, node, pod IP, the minutes [start, end) it runs there, its step and checkpoint): llm-a comes back on
+    # another node under a new pod IP (its scrape target), as a rescheduled pod does.
+    runs = [("llm-a", "n1", "10.0.0.1", (0, crash), step_a, ckpt_a), ("llm-a", "n3", "10.0.0.2", (back, steps + 1), step_a, ckpt_a),
+            ("llm-b", "n2", "10.0.0.3", (0, steps + 1), step_b, ckpt_b)]
+    for job, node, ip, (start, end), step, ckpt in runs:
         pod = f'cluster="c1", namespace="ml", pod="{job}-worker-0"'
-        series.append({"series": f'training_step{{{pod}, rank="0"}}', "values": _minutes(steps, step.__getitem__, gap)})
-        series.append({"series": f'training_checkpoint_step{{{pod}, rank="0"}}', "values": _minutes(steps, ckpt.__getitem__, gap)})
-        node = "n1" if job == "llm-a" else "n2"
-        for g in range(8):
-            series.append({"series": f'gpu:dcgm_workload:info{{{_gpu("c1", node, g)}, namespace="ml", pod="{job}-worker-0", '
-                                     f'workload="{job}"}}', "values": _minutes(steps, lambda i: 1, gap)})
+        target = f'{pod}, instance="{ip}:8000", rank="0"'
+        for name, value in (("training_step", step.__getitem__), ("training_checkpoint_step", ckpt.__getitem__),
+                            *((f'gpu:dcgm_workload:info{{{_gpu("c1", node, g)}, namespace="ml", pod="{job}-worker-0", '
+                               f'workload="{job}"}}', lambda i: 1) for g in range(8))):
+            labels = name if "{" in name else f"{name}{{{target}}}"
+            series.append({"series": labels, "values": _span(steps, value, start, end)})
     ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "training_time", "cluster": "c1",
               "severity": "warning", "action": "investigate"}
     checks = [(6 * 60 + 55, "TrainingTimeSLOBurnTicket", []), (7 * 60 + 45, "TrainingTimeSLOBurnTicket", [ticket]),
@@ -481,12 +487,15 @@ def _vmalert_copy(out, tmp_path) -> str:
     return str(path)
 
 
-# make test replays every fleet on promtool and the smallest on vmalert-tool; CI's make test-vm-all the others
-# (marker slow: 20-45 s each).
+# make test replays the fleets on promtool but the two longest (72 hours of 32 and 104 GPUs), which the two-shard
+# proof replays (its one server's replay is the fleet's own test: CI's make test-sharding), and the smallest
+# on vmalert-tool; CI's make test-vm-all the others (marker slow: 20-45 s each).
+PROVEN_ON_SHARDS = ("node-lost-hour-pages", "one-in-a-hundred-tickets")
 REPLAYS = [pytest.param(*engine_param(engine).values, fleet, id=f"{fleet}-{engine_param(engine).id}",
                         marks=(*engine_param(engine).marks, *((pytest.mark.slow,) if engine == "vmalert_tool"
                                                                and fleet != "cluster-vanishes" else ())))
-           for engine in ("promtool", "vmalert_tool") for fleet in sorted(FLEETS)]
+           for engine in ("promtool", "vmalert_tool") for fleet in sorted(FLEETS)
+           if engine == "vmalert_tool" or fleet not in PROVEN_ON_SHARDS]
 
 
 @pytest.mark.parametrize("engine, fleet", REPLAYS)
@@ -499,6 +508,49 @@ def test_slo_rules_replayed_over_a_synthetic_fleet(slo_render, tmp_path, request
     cmd = [binary, "test", "rules", str(path)] if engine == "promtool" else [binary, "unittest", f"--files={path}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
+# --- two shards and a global tier ---------------------------------------------------------------------------
+
+SHARDED = SLO_CONFIG + """\
+topology: sharded
+sharding:
+  write_url: http://global-tsdb.example:8428/api/v1/write
+  source: static
+  values: [shard-0, shard-1]
+"""
+# The records whose values the global tier must write as one server does: every count, ratio and budget, per
+# SLO, job, node, model and driver (not the per-GPU inventory: the alerts and these follow from it).
+SLO_RECORDS = r"slo:.*|job:(slo|training)_.*|(node|model):slo_.*"
+
+
+@pytest.fixture(scope="module")
+def slo_sharded_render(tmp_path_factory):
+    result, out = _render(tmp_path_factory.mktemp("slo-sharded"), SHARDED)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.mark.equality
+@pytest.mark.parametrize("fleet", sorted(FLEETS))
+def test_two_shards_and_the_global_tier_count_the_slos_as_one_server(slo_sharded_render, promtool, tmp_path, fleet):
+    """Each fleet split by node across two shards (the training jobs' targets by pod IP: llm-a comes back on the
+    other shard), the SLO rules of each tier replayed on its part (tests/shard_equality.py): the global tier
+    writes every SLO count, ratio and budget record, value for value, and the same alerts, as one server at
+    every evaluation. The one server's replay is the fleet's own test, so it holds the fleet's expectations too."""
+    topology = se.rendered_topology(slo_sharded_render)
+    only = lambda files: tuple(p for p in files if p.stem == "slos")  # noqa: E731 - the fleets feed the SLO inputs
+    topology = replace(topology, single=only(topology.single), shard=only(topology.shard), global_=only(topology.global_))
+    every = FLEET_STEP.get(fleet, STEP)
+    doc = _test_document(str(topology.single[0].resolve()), FLEETS[fleet], "promtool", every)
+    (case,) = doc["tests"]
+    scenario = Scenario(name=fleet, path="", description="", interval=every, evaluation_interval=every,
+                        duration=FLEETS[fleet]()[0] * every, expect=(), also_allowed=(),
+                        series=tuple((s["series"], s["values"]) for s in case["input_series"]))
+    verdict = se.compare(promtool, scenario, topology, tmp_path, reference_test=doc, records=SLO_RECORDS)
+    assert not verdict.expectations, "\n".join(verdict.expectations)[-3000:]
+    assert verdict.equal, verdict.describe()
+    assert verdict.forwarded_series > 0 and verdict.reference_alerts > 0
 
 
 # --- a real scenario, end to end ------------------------------------------------------------------------------

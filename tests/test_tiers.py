@@ -107,6 +107,20 @@ def test_set_only_read_of_a_partial_is_local():
     assert t["gpu:hot:state"].tier == LOCAL
 
 
+def test_set_only_record_read_over_time_is_global():
+    """A job's last sighting (a set-only record of a per-job max) read through a range or an offset: a job
+    rescheduled onto another shard's node has part of that history on each shard (tests/test_slos.py's
+    two-shard proof of the training SLO found it)."""
+    t = tiers_of(("job:step:max", "max by (cluster, workload) (training_step)"),
+                 ("job:seen:at", "job:step:max * 0 + time()"),
+                 ("job:last:range", "time() - last_over_time(job:seen:at[6h])"),
+                 ("job:last:offset", "time() - job:seen:at offset 1m"),
+                 ("job:seen:now", "job:seen:at > 0"))
+    assert t["job:seen:at"].tier == LOCAL and t["job:seen:now"].tier == LOCAL
+    for name in ("job:last:range", "job:last:offset"):
+        assert t[name].tier == GLOBAL and "over time" in t[name].why, (name, t[name])
+
+
 # -- the rendered rules ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,9 @@ the tiers of what it reads (README "Sharded topology").
 One exception keeps the model limits on the shards: a partial aggregate whose value is discarded
 (`count(...) * 0 + 87`, a constant per model) is read for its label set only. Each shard holds the
 group of every node it scrapes, so a per-GPU rule joining it finds its GPU's group on its own shard:
-the result is local (it says so in its reason).
+the result is local (it says so in its reason). Not so over time: a rule that reads such a record
+through a range or an offset is global, since a group that moved between shards (a rescheduled job)
+has part of its history on each.
 
 The classification walks the tree bottom up; `why` names the node that decided the tier. Rules that
 read ALERTS take the highest tier of the alerts their selectors can select (a fixed point over the set).
@@ -219,9 +221,9 @@ class Classifier:
 
     def _walk(self, e: Expr) -> Tier:
         if isinstance(e, pp.VectorSelector):
-            return self.selector(e)
+            return self.history(self.selector(e), e) if e.offset or e.at else self.selector(e)
         if isinstance(e, pp.MatrixSelector):
-            return self.selector(e.vector_selector)
+            return self.history(self.selector(e.vector_selector), e)
         if isinstance(e, (pp.NumberLiteral, pp.StringLiteral)):
             return Tier(LOCAL)
         if isinstance(e, (pp.ParenExpr, pp.UnaryExpr)):
@@ -247,6 +249,16 @@ class Classifier:
         if found.tier == LOCAL:
             return Tier(LOCAL, found.why if "set-only" in found.why else "", found.node)
         return Tier(found.tier, f"reads {name}, a {found.tier} record", _shown(vs))
+
+    @staticmethod
+    def history(inner: Tier, e: Expr) -> Tier:
+        """A set-only record read over time (a range, an offset): each shard holds the history of the groups it
+        held, so a group that moved between shards (a job rescheduled onto another node) has part of its history
+        on each shard and the whole on none."""
+        if inner.tier == LOCAL and "set-only" in inner.why:
+            return Tier(GLOBAL, "reads a set-only record over time: a group that moved between shards has part of its "
+                                "history on each", _shown(e))
+        return inner
 
     @staticmethod
     def over_value(inner: Tier, e: Expr, what: str) -> Tier:
