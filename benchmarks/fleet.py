@@ -53,8 +53,8 @@ sys.path.insert(0, str(HERE))
 
 from fleet_data import Exporter, make_fleet, write_openmetrics  # noqa: E402
 from fleet_measure import RuleTimes, cores_since, cpu_seconds, rule_times_usable, wait_iterations  # noqa: E402
-from fleet_plan import (LoadSampler, Inputs, Phases, Plan, RuleSet, make_plan, naive_rule_file,  # noqa: E402
-                        shortened_copies)
+from fleet_plan import (RULES_DIR, LoadSampler, Inputs, Phases, Plan, RuleSet, make_plan, naive_rule_file,  # noqa: E402
+                        render_with_slos, shortened_copies)
 from fleet_prom import (ingest_prometheus, load_blocks, measure_prometheus, prom_failures, prom_iterations,  # noqa: E402
                         prometheus_config, promtool_ingest, run_backfill, span_days, start_prometheus)
 from fleet_report import Result, count_history, count_series, report  # noqa: E402
@@ -230,6 +230,10 @@ def parse_args(argv=None):
     p.add_argument("--fine-hours", type=int, default=3, help="last hours with every field at the scrape interval")
     p.add_argument("--evaluations", type=int, default=5, help="evaluations per group to average")
     p.add_argument("--naive", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--slos", action=argparse.BooleanOptionalAction, default=True,
+                   help="measure the rules of rulesgen.yaml with the three SLOs added (render into the work "
+                   "directory; the exporter serves their job-metrics and kube-state-metrics inputs), else the "
+                   "committed alerts/prometheus/")
     p.add_argument("--prom-backfill-days", type=int, default=None, help="days `rulesgen backfill prometheus` "
                    "computes (default --days; 0: skip). Fewer than --days: timed only, and Prometheus gets the "
                    "history vmalert's replay computed")
@@ -244,7 +248,7 @@ def parse_args(argv=None):
 def main(argv=None) -> None:
     args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="fleet-bench-", dir=args.tmp))
-    inputs = Inputs.snapshot(work / "inputs")
+    inputs = Inputs.snapshot(work / "inputs", render_with_slos(work / "render") if args.slos else RULES_DIR)
     rules = RuleSet.load(inputs.rule_files)
     plan = make_plan(args, rules, inputs.counters_csv)
     fleet = make_fleet(args.gpus)

@@ -203,6 +203,26 @@ def write_openmetrics(path: Path, fleet: Fleet, metrics: list[str], t0: float, t
     return path.stat().st_size
 
 
+def job_series(node: int, minute: int) -> str:
+    """What the SLOs read besides DCGM, for a busy node (rank `rank` of job `job`, make_fleet): the rank's
+    step (one a minute) and last checkpoint (every 2 hours), as the job-metrics contract names them, and the
+    kube-state-metrics series of its pod and Job (running, never finished), served on the node's target
+    with their own `job` label (the scrape honours labels)."""
+    job, rank = divmod(node, NODES_PER_JOB)
+    ns, pod, name = f"team-{job % 5}", f"llm-{job}-worker-{rank}", f"llm-{job}"
+    rank_labels = f'job="training",namespace="{ns}",pod="{pod}",rank="{rank}"'
+    ksm = 'job="kube-state-metrics"'
+    lines = [f"training_step{{{rank_labels}}} {minute}", f"training_checkpoint_step{{{rank_labels}}} {minute - minute % 120}",
+             f'kube_pod_owner{{{ksm},namespace="{ns}",pod="{pod}",owner_kind="Job",owner_name="{name}",owner_is_controller="true"}} 1',
+             f'kube_pod_container_resource_requests{{{ksm},namespace="{ns}",pod="{pod}",container="pytorch",'
+             f'resource="nvidia_com_gpu",unit="integer"}} {GPUS_PER_NODE}']
+    if rank == 0:
+        job_labels = f'{ksm},namespace="{ns}",job_name="{name}"'
+        lines += [f"kube_job_status_active{{{job_labels}}} 1", f'kube_job_complete{{{job_labels},condition="true"}} 0',
+                  f'kube_job_failed{{{job_labels},condition="true"}} 0']
+    return "".join(line + "\n" for line in lines)
+
+
 class Exporter:
     """Live dcgm-exporter stand-in: GET /node/<n> serves node n's GPUs at the current time, so that
     Prometheus and VictoriaMetrics scrape fresh samples during the measurement (one target per node)."""
@@ -229,7 +249,8 @@ class Exporter:
     def render(self, node: int, now: float) -> str:
         snap = self.snapshot(now)
         gpus = range(node * GPUS_PER_NODE, min((node + 1) * GPUS_PER_NODE, self.fleet.gpus))
-        return "".join(f"{m}{{{self.fleet.labels[i]}}} {snap[m][i][0]}\n" for m in self.metrics for i in gpus)
+        dcgm = "".join(f"{m}{{{self.fleet.labels[i]}}} {snap[m][i][0]}\n" for m in self.metrics for i in gpus)
+        return dcgm + (job_series(node, int((now - self.origin) // 60)) if self.fleet.busy[gpus[0]] else "")
 
     def _handler(self):
         exporter = self

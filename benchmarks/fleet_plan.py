@@ -101,6 +101,26 @@ class RuleSet:
         return {n for n in self.graph.metrics_read(exprs) if n.startswith("DCGM_FI_")}
 
 
+# The SLOs the fleet benchmark adds to rulesgen.yaml (--slos): all three, at their catalog defaults.
+SLO_SECTION = """
+slos:
+  gpu_capacity: {objective: 99.5}
+  training_time: {objective: 95}
+  job_success: {objective: 99}
+"""
+
+
+def render_with_slos(dest: Path) -> Path:
+    """rulesgen.yaml with SLO_SECTION appended, rendered into dest: its alerts/prometheus/ (the committed rule
+    files plus slos.yaml)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    config = dest / "rulesgen.yaml"
+    config.write_text((ROOT / "rulesgen.yaml").read_text() + SLO_SECTION)
+    subprocess.run([str(RULESGEN), "render", "--config", str(config), "--out", str(dest / "out"), "--no-scenario-tests"],
+                   check=True, capture_output=True, text=True, timeout=600)
+    return dest / "out" / "alerts" / "prometheus"
+
+
 def shortened_copies(files: list[Path], dest: Path) -> list[Path]:
     """Copies of the rule files with group intervals above MEASURE_INTERVAL cut to it (the cost of an
     evaluation does not depend on the interval; shares use the real ones)."""
@@ -170,9 +190,9 @@ class Inputs:
     digest: str  # sha256 of the copied files, 12 hex digits
 
     @classmethod
-    def snapshot(cls, dest: Path) -> "Inputs":
+    def snapshot(cls, dest: Path, rules_dir: Path = RULES_DIR) -> "Inputs":
         dest.mkdir(parents=True, exist_ok=True)
-        sources = sorted(RULES_DIR.glob("*.yaml")) + [ROOT / "exporter" / "dcgm-counters.csv"]
+        sources = sorted(rules_dir.glob("*.yaml")) + [ROOT / "exporter" / "dcgm-counters.csv"]
         h = hashlib.sha256()
         for src in sources:
             data = src.read_bytes()
@@ -184,7 +204,9 @@ class Inputs:
                 return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, timeout=60).stdout.strip()
             except OSError:
                 return ""
-        rel = [str(src.relative_to(ROOT)) for src in sources]
+        # a render's rule files (--slos) come from the code, the catalog and the config
+        rel = ([str(src.relative_to(ROOT)) for src in sources] if rules_dir.is_relative_to(ROOT)
+               else ["rulesgen", "catalog", "rulesgen.yaml", "exporter/dcgm-counters.csv"])
         return cls([dest / src.name for src in sources[:-1]], dest / sources[-1].name,
                    git("rev-parse", "--short", "HEAD") or "?", bool(git("status", "--porcelain", "--", *rel)),
                    h.hexdigest()[:12])

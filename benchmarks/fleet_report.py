@@ -109,7 +109,11 @@ def report(args, plan: Plan, rules: RuleSet, prom: Result, vm: Result | None, ph
                 "(`rulesgen backfill prometheus` is too slow at this size, see the notes"
                 + (f"; it ran here over {args.prom_backfill_days} day(s) to time it" if args.prom_backfill_days else
                    "; it was not run here") + ")."),
-             f"- Rules: {', '.join(f.name for f in rules.files)} from alerts/prometheus/, copied once at the start "
+             f"- Rules: {', '.join(f.name for f in rules.files)} from "
+             + ("a render of rulesgen.yaml with the three SLOs added (fleet_plan.SLO_SECTION: slos.yaml is the SLO "
+                "rules; the exporter also serves each busy node's rank step and checkpoint and its pod's and Job's "
+                "kube-state-metrics series)" if getattr(args, "slos", False) else "alerts/prometheus/")
+             + ", copied once at the start "
              + (f"(commit {inputs.commit}{' with uncommitted changes to these files' if inputs.dirty else ''}; "
                 f"sha256 of the rule files and exporter/dcgm-counters.csv: {inputs.digest}) " if inputs else "")
              + "and used by both engines. Groups "

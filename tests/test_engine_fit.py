@@ -265,6 +265,11 @@ def test_lint_checks_group_size_alert_readers_fields_and_count(tmp_path):
                                           for i in range(71)))
     found = lint_files([many])
     assert [(f.code, f.message.split(":")[0]) for f in found] == [("group-count", "g70")]
+    # a shard's files go to each shard's own Prometheus or vmalert, never to a Mimir ruler: not counted
+    shard = tmp_path / "shard.yaml"
+    shard.write_text("# Tier shard (every shard loads this file)\n" + many.read_text())
+    assert not [f for f in lint_files([shard]) if f.code == "group-count"]
+    assert [(f.path, f.code) for f in lint_files([shard, many])] == [(str(many), "group-count")]
 
 
 def test_lint_reports_the_unsplit_groups(monkeypatch, tmp_path):

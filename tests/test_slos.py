@@ -158,7 +158,7 @@ def test_burn_alerts_carry_the_contract_labels_and_a_tier_can_move_or_go(tmp_pat
     assert "burn_tier" not in rules["GPUCapacitySLOInputAbsent"]["labels"]
     # the catalog's budget policy, tightest step first: only the step the budget left is under applies
     text = page["annotations"]["description"]
-    assert (text.index("{{ if lt (. | first | value) 0 }}Budget policy (budget spent): The budget is spent.")
+    assert (text.index("{{ if lt (. | first | value) 0.0 }}Budget policy (budget spent): The budget is spent.")
             < text.index("{{ else if lt (. | first | value) 0.25 }}Budget policy (under 25% left): Freeze driver"))
 
 
@@ -169,7 +169,8 @@ def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_rend
     assert {r["record"] for r in hourly["rules"]} == {"slo:gpu_capacity_bad:sum_1h", "slo:gpu_capacity_total:sum_1h",
                                                       "slo:gpu_capacity_bad_by_failure_mode:sum_1h",
                                                       "node:slo_gpu_capacity_bad:sum_1h", "model:slo_gpu_capacity_bad:sum_1h",
-                                                      "slo:gpu_capacity_bad_by_driver:sum_1h"}
+                                                      "slo:gpu_capacity_bad_by_driver:sum_1h",
+                                                      "model:slo_gpu_capacity_interruptions:sum_1h", "model:slo_gpu_capacity_total:sum_1h"}
     assert all(r["expr"].startswith("sum_over_time(") and r["expr"].endswith("[1h])") for r in hourly["rules"])
     rules = _rules(slo_render)
     for window in ("1d", "3d", "30d"):
@@ -271,6 +272,8 @@ def _node_lost_fleet():
     values = [(_h(72), whole.format(f"slo:gpu_capacity_error_budget:spent_by_{dim}"), [({"cluster": "c1", **labels}, 1)])
               for dim, labels in (("failure_mode", {"failure_mode": "exporter_down"}), ("node", {"Hostname": "n4"}),
                                   ("model", {"modelName": MODEL}), ("driver", {"driver": "560.35.03"}))]
+    # a node's exporter down interrupts no GPU: its hardware may be fine (report only: interruptions per 1,000 GPU-days)
+    values.append((steps, "sum_over_time(model:slo_gpu_capacity_interruptions:count[3d])", [({"cluster": "c1", "modelName": MODEL}, 0)]))
     return steps, series, checks, values
 
 
@@ -289,7 +292,13 @@ def _one_in_a_hundred_fleet():
     checks = [(_h(48), "GPUCapacitySLOBurnTicket", []), (_h(52), "GPUCapacitySLOBurnTicket", [ticket]),
               (_h(72), "GPUCapacitySLOBurnTicket", [ticket])]
     checks += [(_h(h), "GPUCapacitySLOBurnPage", []) for h in (25, 30, 52, 72)]
-    return steps, series, checks, []
+    # Report only: one interruption (the drain alert's start), per 1,000 GPU-days. The rules take each evaluation
+    # for a minute (rulesgen.yaml's interval): 865 evaluations of 104 GPUs are 62.5 GPU-days, so 16 per 1,000.
+    model = {"cluster": "c1", "modelName": MODEL}
+    values = [(_h(24) + 1, "sum_over_time(model:slo_gpu_capacity_interruptions:count[10m])", [(model, 1)]),
+              (steps, "sum_over_time(model:slo_gpu_capacity_interruptions:count[3d])", [(model, 1)]),
+              (steps, "round(model:slo_gpu_capacity_interruptions:per_1000_gpu_days * 1)", [(model, 16)])]
+    return steps, series, checks, values
 
 
 def _cluster_vanishes_fleet():
@@ -347,11 +356,20 @@ def _training_restart_fleet():
     for job, node, ip, (start, end), step, ckpt in runs:
         pod = f'cluster="c1", namespace="ml", pod="{job}-worker-0"'
         target = f'{pod}, instance="{ip}:8000", rank="0"'
+        tensor = 0.42 if job == "llm-b" else 0.3  # each GPU's tensor-pipe activity: the program goodput proxy
         for name, value in (("training_step", step.__getitem__), ("training_checkpoint_step", ckpt.__getitem__),
                             *((f'gpu:dcgm_workload:info{{{_gpu("c1", node, g)}, namespace="ml", pod="{job}-worker-0", '
-                               f'workload="{job}"}}', lambda i: 1) for g in range(8))):
+                               f'workload="{job}"}}', lambda i: 1) for g in range(8)),
+                            *((f'gpu:dcgm_tensor_active:ratio{{{_gpu("c1", node, g)}}}', lambda i, t=tensor: t)
+                              for g in range(8))):
             labels = name if "{" in name else f"{name}{{{target}}}"
             series.append({"series": labels, "values": _span(steps, value, start, end)})
+    # a ghost-loss alert on llm-a from 9h for 30 minutes (report only: the GPU-minutes trained on suspect state)
+    ghost = (9 * 60, 9 * 60 + 30)
+    series.append({"series": f'ALERTS{{alertname="GPUGhostLoss", alertstate="firing", {_gpu("c1", "n3", 2)}, namespace="ml", '
+                             'pod="llm-a-worker-0", workload="llm-a", failure_mode="ghost_loss", severity="warning", '
+                             'action="investigate", hardware_failure_mode="ecc_uncorrectable", symptom="plateau"}',
+                   "values": _span(steps, lambda i: 1, *ghost)})
     ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "training_time", "cluster": "c1",
               "severity": "warning", "action": "investigate"}
     checks = [(6 * 60 + 55, "TrainingTimeSLOBurnTicket", []), (7 * 60 + 45, "TrainingTimeSLOBurnTicket", [ticket]),
@@ -383,6 +401,13 @@ def _training_restart_fleet():
         rec(steps, "slo:training_time_error_budget:spent_by_job", (job_b, 0), match='{workload="llm-b"}'),
         (steps, whole.format('slo:training_time_error_budget:spent_by_job{workload="llm-a"}'), [(job_a, 1)]),
         (steps, whole.format("sum by (cluster) (slo:training_time_error_budget:spent_by_reason)"), [(cluster, 1)]),
+        # report only: the tensor-pipe activity per job; the ghost-loss GPU-minutes (8 x 30 = 240, 2.1% of the
+        # 11,520: promtool's hourly sums, which slide every minute, weigh the last hour less and read 2.2%)
+        rec(7 * 60, "job:training_tensor_active:avg", (job_a, 0.3), (job_b, 0.42)),
+        rec(9 * 60 + 10, "slo:training_time_ghost_loss:count", (cluster, 8)),
+        rec(8 * 60, "slo:training_time_ghost_loss:count", (cluster, 0)),
+        (steps, "sum_over_time(slo:training_time_ghost_loss:count[12h])", [(cluster, 240)]),
+        (steps, "round(slo:training_time_ghost_loss:ratio_30d * 100)", [(cluster, 2)]),
     ]
     return steps, series, checks, values
 
@@ -430,6 +455,14 @@ def _job_success_fleet():
                           lambda i, g=gpus: g if exists(i) else None)
         series += ksm("kube_pod_owner", pod + f', owner_kind="Job", owner_name="{name}", owner_is_controller="true"',
                       lambda i: 1 if exists(i) else None)
+    # The GPU queue (report only): Job j5's pod (team-b, 8 GPUs) is created at 4h30m and stays Pending to the end.
+    queued, pod = 270, 'namespace="team-b", pod="j5-x1"'
+    for phase in ("Pending", "Running"):
+        series += ksm("kube_pod_status_phase", pod + f', phase="{phase}"',
+                      lambda i, p=phase: (1 if p == "Pending" else 0) if i >= queued else None)
+    series += ksm("kube_pod_created", pod, lambda i: queued * 60 if i >= queued else None)
+    series += ksm("kube_pod_container_resource_requests", pod + ', container="main", resource="nvidia_com_gpu", unit="integer"',
+                  lambda i: 8 if i >= queued else None)
     ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "job_success", "cluster": "c1",
               "severity": "warning", "action": "investigate"}
     checks = [(2 * 60 + 30, "GPUJobSuccessSLOBurnTicket", []), (3 * 60 + 1, "GPUJobSuccessSLOBurnTicket", [ticket]),
@@ -443,6 +476,13 @@ def _job_success_fleet():
         (steps, "sum_over_time(slo:job_success_bad_by_namespace:count[7h])",
          [({**cluster, "namespace": "team-a"}, 1), ({**cluster, "namespace": "team-b"}, 1)]),
         (steps, "slo:job_success:ratio_6h", [({"__name__": "slo:job_success:ratio_6h", **cluster}, 0.5)]),
+        (4 * 60 + 50, "namespace:kube_pending_gpus:sum", [({"__name__": "namespace:kube_pending_gpus:sum", **cluster,
+                                                            "namespace": "team-b"}, 8)]),
+        (4 * 60 + 50, "namespace:kube_pending_gpu_pod:oldest_seconds",
+         [({"__name__": "namespace:kube_pending_gpu_pod:oldest_seconds", **cluster, "namespace": "team-b"}, 1200)]),
+        (5 * 60 + 5, "namespace:kube_pending_gpu_pod:oldest_seconds",  # after kube-state-metrics' restart
+         [({"__name__": "namespace:kube_pending_gpu_pod:oldest_seconds", **cluster, "namespace": "team-b"}, 2100)]),
+        (steps, "namespace:kube_pending_gpus:gpu_hours_30d > bool 0", [({**cluster, "namespace": "team-b"}, 1)]),
     ]
     return steps, series, checks, values
 
@@ -508,6 +548,8 @@ def test_slo_rules_replayed_over_a_synthetic_fleet(slo_render, tmp_path, request
     cmd = [binary, "test", "rules", str(path)] if engine == "promtool" else [binary, "unittest", f"--files={path}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    # vmalert expands every firing alert's annotations (promtool only those a test names): none may fail
+    assert "templating error" not in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-4000:]
 
 
 # --- two shards and a global tier ---------------------------------------------------------------------------
@@ -520,8 +562,9 @@ sharding:
   values: [shard-0, shard-1]
 """
 # The records whose values the global tier must write as one server does: every count, ratio and budget, per
-# SLO, job, node, model and driver (not the per-GPU inventory: the alerts and these follow from it).
-SLO_RECORDS = r"slo:.*|job:(slo|training)_.*|(node|model):slo_.*"
+# SLO, job, node, model and driver, and the report-only indicators (not the per-GPU inventory: the alerts and
+# these follow from it).
+SLO_RECORDS = r"slo:.*|job:(slo|training)_.*|(node|model):slo_.*|namespace:kube_.*"
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ DAY = 86400
 HOUR = 3600
 # The alerts whose subjects leave the inventory only when they resolve: a lost GPU, a node's exporter down.
 LOST_GPU, DOWN_NODE = "gpu_lost", "exporter_down"
+GHOST_LOSS = "ghost_loss"  # training_time reports the GPU-minutes of jobs while it fires
 # training_time: a job that made no new step for this long is stalled. Longer than the slowest step of a
 # large model (tens of seconds), a 60 s scrape missed twice, or a checkpoint saved asynchronously; a pause
 # longer than this (a synchronous checkpoint, an evaluation pass, a hang) counts from its first minute on.
@@ -53,7 +54,8 @@ def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
     groups = []
     for slo in slos:
         if slo.id == "training_time":
-            counts = _training_time(slo, settings, catalog.named("workload"))
+            counts = _training_time(slo, settings, catalog.named("workload"), catalog.named("tensor_active_per_gpu"),
+                                    GHOST_LOSS in modes)
         elif slo.id == "job_success":
             counts = _job_success(slo, settings)
         else:
@@ -81,6 +83,10 @@ class Counts:
     breakdowns: tuple[Breakdown, ...]
     absent: Rule
     spending: Breakdown  # the breakdown the burn alerts' text lists
+    # Report-only indicators beside the SLI (no alert reads them): their records, and the names() keys of those
+    # the hourly group sums.
+    report: tuple[Rule, ...] = ()
+    report_hourly: tuple[str, ...] = ()
 
 
 def names(slo: Slo) -> dict[str, str]:
@@ -96,20 +102,31 @@ def names(slo: Slo) -> dict[str, str]:
                     "job_total": f"job:slo_{s}_total:count", "job_bad": f"job:slo_{s}_bad:count",
                     "cause": f"job:slo_{s}_bad:reason", "redo": "job:training_redo:steps",
                     "at_risk": "job:training_progress_at_risk:steps",
-                    "by_reason": f"slo:{s}_bad_by_reason:count"})
+                    "by_reason": f"slo:{s}_bad_by_reason:count",
+                    "tensor": "job:training_tensor_active:avg", "ghost": f"job:slo_{s}_ghost_loss:gpus",
+                    "ghost_count": f"slo:{s}_ghost_loss:count", "ghost_share": f"slo:{s}_ghost_loss:ratio_{period(slo)}"})
     elif slo.spec.scope == "kube_job":
         out.update({"gpus": "job:kube_job_gpus:sum", "running": "job:kube_job_running:gpu",
                     "finished": "job:kube_job_finished:outcome", "new": f"job:slo_{s}:finished",
-                    "by_namespace": f"slo:{s}_bad_by_namespace:count"})
+                    "by_namespace": f"slo:{s}_bad_by_namespace:count",
+                    "pending": "namespace:kube_pending_gpus:sum", "oldest": "namespace:kube_pending_gpu_pod:oldest_seconds",
+                    "waited": f"namespace:kube_pending_gpus:gpu_hours_{period(slo)}"})
     else:
         out.update({"inventory": f"gpu:slo_{s}:inventory", "cause": f"gpu:slo_{s}_bad:cause",
                     "by_mode": f"slo:{s}_bad_by_failure_mode:count", "by_node": f"node:slo_{s}_bad:count",
                     "by_model": f"model:slo_{s}_bad:count", "driver": f"gpu:slo_{s}:driver",
                     "driver_now": f"gpu:slo_{s}:driver_reported",
-                    "by_driver": f"slo:{s}_bad_by_driver:count"})
-    for key in [k for k in out if k.startswith("by_") or k == "job_bad"]:
+                    "by_driver": f"slo:{s}_bad_by_driver:count",
+                    "interruptions": f"model:slo_{s}_interruptions:count", "model_total": f"model:slo_{s}_total:count",
+                    "per_1000": f"model:slo_{s}_interruptions:per_1000_gpu_days"})
+    for key in [k for k in out if k.startswith("by_") or k in ("job_bad", "interruptions", "model_total", "ghost_count",
+                                                               "pending")]:
         out[f"{key}_1h"] = out[key].rsplit(":", 1)[0] + f":{hourly}"
     return out
+
+
+def period(slo: Slo) -> str:
+    return format_duration(slo.period)
 
 
 def spent_record(slo: Slo, dimension: str) -> str:
@@ -180,15 +197,29 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
                   Rule(record=n["by_driver"], expr=f"count by ({by(dict.fromkeys((*slo.group_by, 'driver')))}) (\n"
                                                    f"  {bad_gpus}\n  * on ({ident}) group_left (driver) {n['driver']}\n)"))
         breakdowns += (Breakdown("driver", "by_driver", ("driver",)),)
-    return Counts(rules, breakdowns, _absent_alert(slo, settings, n), by_mode)
+    # Report only: interruptions per 1,000 GPU-days by model. A GPU counts once when a hardware cause starts to
+    # hold it (a drain-class alert, gpu_lost; not its node's exporter down): it had none at the last evaluation.
+    hardware = f'{n["cause"]}{{failure_mode!="{DOWN_NODE}"}}'
+    onsets = (f"group by ({gpu}) ({hardware})\n  unless on ({ident}) group by ({ident}) "
+              f"({hardware} offset {format_duration(settings.evaluation_interval)})")
+    report = (
+        Rule(record=n["model_total"], expr=f"count by ({per_model}) ({n['inventory']})"),
+        Rule(record=n["interruptions"], expr=f"count by ({per_model}) (\n  {onsets}\n)\nor {n['model_total']} * 0"),
+        Rule(record=n["per_1000"], expr=f"sum_over_time({n['interruptions_1h']}[{period(slo)}])\n"
+                                        f"/ sum_over_time({n['model_total_1h']}[{period(slo)}])\n"
+                                        f"* {format_number(1000 * DAY / settings.evaluation_interval)}"),
+    )
+    return Counts(rules, breakdowns, _absent_alert(slo, settings, n), by_mode, report, ("interruptions", "model_total"))
 
 
-def _training_time(slo: Slo, settings: Settings, workload: str) -> Counts:
+def _training_time(slo: Slo, settings: Settings, workload: str, tensor: str | None, ghost_loss: bool) -> Counts:
     """Effective training time (ETTR): a job's GPU-minutes in which it advanced past every step it had
     reached before (its high-water), over its GPU-minutes in the fleet. Re-doing steps after a restart from
     a checkpoint, or making no new step for STALL_WINDOW, is unproductive; the evaluations a job was gone in
     between two sightings (a crash and its restart) are added, as unproductive, when it comes back. A job
-    that ends is not counted after its end. workload: the record of the pod on each GPU (catalog role)."""
+    that ends is not counted after its end. workload: the record of the pod on each GPU (catalog role); tensor: each
+    GPU's tensor-pipe activity (catalog role), the job's program goodput proxy; ghost_loss: whether to report the
+    GPU-minutes of jobs under a ghost-loss alert."""
     n = names(slo)
     ctx = jobmetrics.context(settings)
     job = by((settings.cluster_label, settings.namespace_label, "workload"))
@@ -225,7 +256,22 @@ def _training_time(slo: Slo, settings: Settings, workload: str) -> Counts:
     )
     by_reason = Breakdown("reason", "by_reason", ("reason",))
     breakdowns = (by_reason, Breakdown("job", "job_bad", (settings.namespace_label, "workload")))
-    return Counts(rules, breakdowns, _job_absent_alert(slo, settings, n, job, workload), by_reason)
+    report, hourly = (), ()
+    if tensor is not None:  # program goodput proxy: the job's GPUs' mean tensor-pipe activity
+        ident = by(settings.gpu_identity)
+        owner = by((settings.namespace_label, "workload"))
+        report += (Rule(record=n["tensor"], expr=(
+            f"avg by ({job}) (\n  {tensor}\n  * on ({ident}) group_left ({owner})\n"
+            f"    group by ({ident}, {owner}) ({workload}{{{settings.pod_label}!=\"\"}})\n)\nand on ({job}) {n['gpus']}")),)
+    if ghost_loss:  # a lower bound of the time trained on corrupted state: from detection on
+        report += (
+            Rule(record=n["ghost"], expr=(f"{n['gpus']}\nand on ({job}) group by ({job}) "
+                                          f'(ALERTS{{alertstate="firing", failure_mode="{GHOST_LOSS}"}})')),
+            Rule(record=n["ghost_count"], expr=f"sum by ({group}) ({n['ghost']})\nor {n['total']} * 0"),
+            Rule(record=n["ghost_share"], expr=(f"sum_over_time({n['ghost_count_1h']}[{period(slo)}])\n"
+                                                f"/ sum_over_time({n['total_1h']}[{period(slo)}])")))
+        hourly = ("ghost_count",)
+    return Counts(rules, breakdowns, _job_absent_alert(slo, settings, n, job, workload), by_reason, report, hourly)
 
 
 def _job_success(slo: Slo, settings: Settings) -> Counts:
@@ -257,7 +303,19 @@ def _job_success(slo: Slo, settings: Settings) -> Counts:
         Rule(record=n["by_namespace"], expr=f'count by ({by(dict.fromkeys((*slo.group_by, ns)))}) ({n["new"]}{{outcome="failed"}})'),
     )
     by_namespace = Breakdown("namespace", "by_namespace", (ns,))
-    return Counts(rules, (by_namespace,), _kube_absent_alert(slo, settings, n), by_namespace)
+    # Report only: the GPU queue (M12), per namespace: GPUs requested by pending pods, the longest wait now, and
+    # the GPU-hours waited over the period.
+    per_ns = by((cluster, ns))
+    requests = f'sum by ({pod}) ({kube_state.REQUESTS}{{resource="{kube_state.GPU_RESOURCE}"}})'
+    pending = f'max by ({pod}) ({kube_state.POD_PHASE}{{phase="Pending"}} == 1)'
+    report = (
+        Rule(record=n["pending"], expr=f"sum by ({per_ns}) (\n  {requests}\n  * on ({pod}) group_left () {pending}\n)"),
+        Rule(record=n["oldest"], expr=(f"max by ({per_ns}) (\n  time() - max by ({pod}) ({kube_state.POD_CREATED})\n"
+                                       f"  and on ({pod}) {requests} > 0\n  and on ({pod}) {pending}\n)")),
+        Rule(record=n["waited"], expr=(f"sum_over_time({n['pending_1h']}[{period(slo)}])\n"
+                                       f"/ {format_number(HOUR / settings.evaluation_interval)}")),
+    )
+    return Counts(rules, (by_namespace,), _kube_absent_alert(slo, settings, n), by_namespace, report, ("pending",))
 
 
 def _kube_absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
@@ -278,7 +336,7 @@ def _budget(slo: Slo, settings: Settings, counts: Counts) -> tuple[tuple[Rule, .
     cause, the burn alerts and the input-absent alert (the fast group); the hourly sums (the hourly group)."""
     n = names(slo)
     group = by(slo.group_by)
-    fast = list(counts.rules)
+    fast = list(counts.rules) + list(counts.report)
     windows_read = windows(slo)
     for w in windows_read + ([slo.period] if slo.period not in windows_read else []):
         if w < DAY:
@@ -302,7 +360,7 @@ def _budget(slo: Slo, settings: Settings, counts: Counts) -> tuple[tuple[Rule, .
     fast += [_burn_alert(slo, settings, cls, counts.spending) for cls in ALERT_CLASSES if any(c == cls for _, c in slo.tiers)]
     fast.append(counts.absent)
     hourly = tuple(Rule(record=n[f"{key}_1h"], expr=f"sum_over_time({n[key]}[1h])")
-                   for key in ("bad", "total", *(b.key for b in counts.breakdowns)))
+                   for key in ("bad", "total", *(b.key for b in counts.breakdowns), *counts.report_hourly))
     return tuple(fast), hourly
 
 
@@ -360,7 +418,8 @@ def _policy(slo: Slo) -> str:
     threshold the budget left is under."""
     if not slo.spec.policy:
         return ""
-    branches = [f"{{{{ {'if' if i == 0 else 'else if'} lt (. | first | value) {format_number(below / 100)} }}}}"
+    # a float literal: Go's templates refuse to compare a sample's float64 with an int (`lt 1.5 0`)
+    branches = [f"{{{{ {'if' if i == 0 else 'else if'} lt (. | first | value) {float(below / 100)!r} }}}}"
                 f"Budget policy ({'budget spent' if below == 0 else f'under {format_number(below)}% left'}): {advice} "
                 for i, (below, advice) in enumerate(slo.spec.policy)]
     return "".join(branches) + "{{ end }}"

@@ -22,4 +22,5 @@ JOB_FAILED = "kube_job_failed"
 JOB_FAILED_PODS = "kube_job_status_failed"
 JOB_ACTIVE = "kube_job_status_active"  # the Job's running pods: the job_success SLO sees a Job run, then finish
 JOB_LABEL = "job_name"  # the label kube-state-metrics names a Job with (kube_pod_owner's owner_name for its pods)
-SERIES = (REQUESTS, POD_PHASE, POD_OWNER, JOB_COMPLETE, JOB_FAILED, JOB_FAILED_PODS, JOB_ACTIVE)
+POD_CREATED = "kube_pod_created"  # unix time the pod was created: how long a pending pod has waited
+SERIES = (REQUESTS, POD_PHASE, POD_OWNER, JOB_COMPLETE, JOB_FAILED, JOB_FAILED_PODS, JOB_ACTIVE, POD_CREATED)
