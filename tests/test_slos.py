@@ -417,7 +417,9 @@ def _job_success_fleet():
     runs 0-2h, completes), j2 (team-a, 1h-3h, fails), j3 (team-b, 0-4h, completes) and j4 (team-b, 5h10m-6h,
     fails); a Job `old` that had completed before the rules ran, and a CPU-only Job that fails at 1h: neither is
     counted. kube-state-metrics restarts at 5h (a new instance after 2 minutes without series): nothing is
-    counted again. So 4 Jobs finish, 2 fail, one per namespace.
+    counted again. The Kubeflow training operator counts its own jobs (PyTorchJobs: no Kubernetes Job): 3 failed in
+    team-b before the rules ran (not counted), a fourth fails at 4h; team-a's first success appears at 2h30m (a new
+    counter series of an operator already scraped: counted). So 6 jobs finish, 3 fail: 1 in team-a, 2 in team-b.
 
     Against a 99% objective (1% budget) every tier's factor is passed by one failure among few Jobs: j2's failure
     at 3h is the only Job in the 1h and 5m windows (100% > 14.4%), and one of two in the 6h window: the ticket
@@ -463,6 +465,11 @@ def _job_success_fleet():
     series += ksm("kube_pod_created", pod, lambda i: queued * 60 if i >= queued else None)
     series += ksm("kube_pod_container_resource_requests", pod + ', container="main", resource="nvidia_com_gpu", unit="integer"',
                   lambda i: 8 if i >= queued else None)
+    operator = 'cluster="c1", instance="10.0.9.9:8080", job="training-operator", framework="pytorch"'
+    for counter, ns, value in (("created", "team-a", lambda i: 2), ("successful", "team-a", lambda i: 1 if i >= 150 else None),
+                               ("failed", "team-b", lambda i: 3 if i < 240 else 4)):
+        series.append({"series": f'training_operator_jobs_{counter}_total{{{operator}, job_namespace="{ns}"}}',
+                       "values": " ".join("_" if value(i) is None else str(value(i)) for i in range(steps + 1))})
     ticket = {"burn_tier": "ticket", "failure_mode": "slo_burn", "slo": "job_success", "cluster": "c1",
               "severity": "warning", "action": "investigate"}
     checks = [(2 * 60 + 30, "GPUJobSuccessSLOBurnTicket", []), (3 * 60 + 1, "GPUJobSuccessSLOBurnTicket", [ticket]),
@@ -471,10 +478,12 @@ def _job_success_fleet():
     values = [
         (2 * 60, "job:slo_job_success:finished", [({"__name__": "job:slo_job_success:finished", **cluster, "namespace": "team-a",
                                                     "job_name": "j1", "outcome": "succeeded"}, 1)]),
-        (steps, "sum_over_time(slo:job_success_total:count[7h])", [(cluster, 4)]),
-        (steps, "sum_over_time(slo:job_success_bad:count[7h])", [(cluster, 2)]),
+        (steps, "sum_over_time(slo:job_success_total:count[7h])", [(cluster, 6)]),
+        (steps, "sum_over_time(slo:job_success_bad:count[7h])", [(cluster, 3)]),
         (steps, "sum_over_time(slo:job_success_bad_by_namespace:count[7h])",
-         [({**cluster, "namespace": "team-a"}, 1), ({**cluster, "namespace": "team-b"}, 1)]),
+         [({**cluster, "namespace": "team-a"}, 1), ({**cluster, "namespace": "team-b"}, 2)]),
+        (steps, "sum_over_time(namespace:training_operator_jobs_finished:count[7h])",
+         [({**cluster, "namespace": "team-a", "outcome": "succeeded"}, 1), ({**cluster, "namespace": "team-b", "outcome": "failed"}, 1)]),
         (steps, "slo:job_success:ratio_6h", [({"__name__": "slo:job_success:ratio_6h", **cluster}, 0.5)]),
         (4 * 60 + 50, "namespace:kube_pending_gpus:sum", [({"__name__": "namespace:kube_pending_gpus:sum", **cluster,
                                                             "namespace": "team-b"}, 8)]),
@@ -564,7 +573,7 @@ sharding:
 # The records whose values the global tier must write as one server does: every count, ratio and budget, per
 # SLO, job, node, model and driver, and the report-only indicators (not the per-GPU inventory: the alerts and
 # these follow from it).
-SLO_RECORDS = r"slo:.*|job:(slo|training)_.*|(node|model):slo_.*|namespace:kube_.*"
+SLO_RECORDS = r"slo:.*|job:(slo|training)_.*|(node|model):slo_.*|namespace:(kube|training_operator)_.*"
 
 
 @pytest.fixture(scope="module")

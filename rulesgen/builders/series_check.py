@@ -1,7 +1,7 @@
 """After build: every series a rule or a dashboard query reads is produced -- recorded by the rule set, a
 catalog metric (under any of its names), a training-job metric of the settings' contract, written by
 Prometheus itself (ALERTS, up), or exported by kube-state-metrics (model/kube_state.py: the audience
-dashboards' pods and Jobs). For any catalog: a rename that leaves a reader behind fails here, naming
+dashboards' pods and Jobs) or the Kubeflow training operator (model/training_operator.py). For any catalog: a rename that leaves a reader behind fails here, naming
 the rule (at its catalog position, or its rule file) or the dashboard panel."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from grafanalib._gen import DashboardEncoder
 from ..errors import Collector, Where
 from ..load.mapping import did_you_mean
 from ..load.settings import Settings
-from ..model import kube_state
+from ..model import kube_state, training_operator
 from ..model.catalog import Catalog
 from ..model.output import DashboardFile, RuleSet
 from ..promql import tree as promql_tree
@@ -27,7 +27,7 @@ LABEL_VALUES = re.compile(r"^label_values\((.*),\s*[A-Za-z_][A-Za-z0-9_]*\)$", r
 
 def produced(catalog: Catalog, settings: Settings, rules: RuleSet) -> set[str]:
     return ({r.record for r in rules.rules if r.record} | {n for m in catalog.metrics for n in m.names}
-            | set(ENGINE_SERIES) | set(kube_state.SERIES) | set(settings.job_metrics.names))
+            | set(ENGINE_SERIES) | set(kube_state.SERIES) | set(training_operator.SERIES) | set(settings.job_metrics.names))
 
 
 def unread(expr: str, known: set[str]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..durations import format_duration
 from ..load import jobmetrics
 from ..load.settings import Settings
-from ..model import conventions, kube_state
+from ..model import conventions, kube_state, training_operator
 from ..model.catalog import Catalog
 from ..model.output import Rule, RuleFile, RuleGroup
 from ..model.slos import ALERT_CLASSES, SLO_FAILURE_MODE, Slo, absent_alert_name, alert_name, effective
@@ -108,6 +108,7 @@ def names(slo: Slo) -> dict[str, str]:
     elif slo.spec.scope == "kube_job":
         out.update({"gpus": "job:kube_job_gpus:sum", "running": "job:kube_job_running:gpu",
                     "finished": "job:kube_job_finished:outcome", "new": f"job:slo_{s}:finished",
+                    "operator": "namespace:training_operator_jobs_finished:count",
                     "by_namespace": f"slo:{s}_bad_by_namespace:count",
                     "pending": "namespace:kube_pending_gpus:sum", "oldest": "namespace:kube_pending_gpu_pod:oldest_seconds",
                     "waited": f"namespace:kube_pending_gpus:gpu_hours_{period(slo)}"})
@@ -293,14 +294,22 @@ def _job_success(slo: Slo, settings: Settings) -> Counts:
                 f'or label_replace(max by ({job}) ({kube_state.JOB_FAILED}{{condition="true"}} == 1), "outcome", "failed", "", "")')
     new = (f"{n['finished']}\nunless on ({job}) max_over_time({n['finished']}[{memory}] offset {step_every})\n"
            f"and on ({job}) max_over_time({n['running']}[{memory}] offset {step_every})")
+    def both(grouping: str, outcome: str = "") -> str:
+        """The Kubernetes Jobs and the training operator's jobs that finished at this evaluation, summed; the
+        source label keeps the two apart in the `or`."""
+        only = f'{{outcome="{outcome}"}}' if outcome else ""
+        return (f'sum by ({grouping}) (\n  label_replace(count by ({grouping}) ({n["new"]}{only}), "source", "job", "", "")\n'
+                f'  or label_replace(sum by ({grouping}) ({n["operator"]}{only}), "source", "operator", "", "")\n)')
+
     rules = (
         Rule(record=n["gpus"], expr=gpus),
         Rule(record=n["running"], expr=f"max by ({job}) ({kube_state.JOB_ACTIVE} > 0) and on ({job}) {n['gpus']}"),
         Rule(record=n["finished"], expr=finished),
         Rule(record=n["new"], expr=new),
-        Rule(record=n["total"], expr=f"count by ({group}) ({n['new']})"),
-        Rule(record=n["bad"], expr=f'count by ({group}) ({n["new"]}{{outcome="failed"}})\nor {n["total"]} * 0'),
-        Rule(record=n["by_namespace"], expr=f'count by ({by(dict.fromkeys((*slo.group_by, ns)))}) ({n["new"]}{{outcome="failed"}})'),
+        Rule(record=n["operator"], expr=_operator_finished(settings)),
+        Rule(record=n["total"], expr=both(group)),
+        Rule(record=n["bad"], expr=f'{both(group, "failed")}\nor {n["total"]} * 0'),
+        Rule(record=n["by_namespace"], expr=both(by(dict.fromkeys((*slo.group_by, ns))), "failed")),
     )
     by_namespace = Breakdown("namespace", "by_namespace", (ns,))
     # Report only: the GPU queue (M12), per namespace: GPUs requested by pending pods, the longest wait now, and
@@ -316,6 +325,26 @@ def _job_success(slo: Slo, settings: Settings) -> Counts:
                                        f"/ {format_number(HOUR / settings.evaluation_interval)}")),
     )
     return Counts(rules, (by_namespace,), _kube_absent_alert(slo, settings, n), by_namespace, report, ("pending",))
+
+
+def _operator_finished(settings: Settings) -> str:
+    """The Kubeflow training operator's jobs that finished at this evaluation, per namespace and outcome: each
+    counter's increase since the last evaluation (a reset, the operator restarted, counts nothing). A counter
+    series seen for the first time counts its value when the operator was already scraped at the last
+    evaluation (its first job of a namespace and framework), and nothing when it was not (Prometheus has just
+    begun to scrape an operator that has run for months)."""
+    cluster, before = settings.cluster_label, f"offset {format_duration(settings.evaluation_interval)}"
+    target = by((cluster, "instance"))
+    seen = f'group by ({target}) ({{__name__=~"{training_operator.ANY}"}} {before})'
+    per_ns = by((cluster, training_operator.NAMESPACE))
+    parts = []
+    for counter, outcome in ((training_operator.SUCCEEDED, "succeeded"), (training_operator.FAILED, "failed")):
+        increase = (f"({counter} - {counter} {before} >= 0)\n"
+                    f"      or ({counter} unless {counter} {before}) and on ({target}) {seen}")
+        parts.append(f'label_replace(sum by ({per_ns}) (\n      {increase}\n    ) > 0, "outcome", "{outcome}", "", "")')
+    return (f"sum by ({by((cluster, kube_state.NAMESPACE, 'outcome'))}) (\n  label_replace(\n    "
+            + "\n    or ".join(parts)
+            + f',\n    "{kube_state.NAMESPACE}", "$1", "{training_operator.NAMESPACE}", "(.*)")\n)')
 
 
 def _kube_absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
