@@ -235,16 +235,17 @@ def _h(hours: float) -> int:
     return int(hours * 3600 / STEP)
 
 
-def _node_lost_fleet():
+def _node_lost_fleet(healthy: bool = False):
     """32 GPUs (4 nodes of 8) for 3 days; node n4's exporter dies at 66h for an hour: exporter_down pending 5
     minutes, firing 66h05m-67h05m. Its 8 GPUs are 25% of the fleet: the 1h window passes 14.4x (7.2%) after 4
     bad evaluations (8.3%), ~66h25m. The 6h window passes 6x (3%) after 9 (66h45m): 13 evaluations x 8 GPUs
     spend 520 GPU-minutes, more than 5% of the month's 6,912, so the page holds until the 30m window has no bad
     evaluation left (67h35m). With 66h of healthy history the 1d and 3d windows stay under their factors (3d:
     65 bad minutes x 8 / (4,320 x 32) = 0.38% < 0.5%): no ticket. Node n2's exporter restarts every 6 hours:
-    5 minutes without GPUs, exporter_down pending, never firing: nothing spent."""
+    5 minutes without GPUs, exporter_down pending, never firing: nothing spent. healthy: its twin, n4 never lost:
+    no SLO alert at any time."""
     steps = _h(72)
-    lost, back = _h(66), _h(67) + 1
+    lost, back = (steps + 1, steps + 1) if healthy else (_h(66), _h(67) + 1)
     restarts = [(_h(h), _h(h) + 1) for h in range(6, 72, 6)]
     series = []
     for n in range(1, 5):
@@ -256,9 +257,13 @@ def _node_lost_fleet():
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{job="dcgm-exporter", {_gpu("c1", f"n{n}", g)}, '
                                      f'DCGM_FI_DRIVER_VERSION="{driver}"}}', "values": _values(steps, gaps)})
     node = 'alertname="DCGMExporterDown", cluster="c1", Hostname="{}", failure_mode="exporter_down", severity="warning", action="investigate"'
-    series += _alert(node.format("n4"), steps, (lost, lost + 1), (lost + 1, back + 1))
+    if not healthy:
+        series += _alert(node.format("n4"), steps, (lost, lost + 1), (lost + 1, back + 1))
     for a, _ in restarts:
         series += _alert(node.format("n2"), steps, (a, a + 1), None)
+    if healthy:
+        return steps, series, _quiet(steps, ("GPUCapacitySLOBurnPage", "GPUCapacitySLOBurnTicket")), [
+            (steps, "sum_over_time(slo:gpu_capacity_bad:count[3d])", [({"cluster": "c1"}, 0)])]
     page = {"burn_tier": "page", "failure_mode": "slo_burn", "slo": "gpu_capacity", "cluster": "c1",
             "severity": "critical", "action": "investigate"}
     checks = [(_h(66) + 3, "GPUCapacitySLOBurnPage", []), (_h(66) + 5, "GPUCapacitySLOBurnPage", [page]),
@@ -321,7 +326,12 @@ def _span(steps: int, value, start: int, end: int) -> str:
     return " ".join(str(value(i)) if start <= i < end else "stale" if i == end else "_" for i in range(steps + 1))
 
 
-def _training_restart_fleet():
+def _quiet(steps: int, alerts: tuple[str, ...]) -> list:
+    """Checks that none of the alerts fires at any of 12 times spread over the run, its end included."""
+    return [(steps * k // 12, name, []) for k in range(1, 13) for name in alerts]
+
+
+def _training_restart_fleet(healthy: bool = False):
     """Two 8-GPU training jobs for 12 hours, one sample and evaluation a minute, each job's rank 0 exporting its
     step (one a minute) and its last checkpoint step (every 2 hours). llm-b never restarts; it pauses 3 minutes
     at each checkpoint (under the 5-minute stall window: productive). llm-a crashes at 6h: its pod is gone for 20
@@ -336,9 +346,12 @@ def _training_restart_fleet():
     = 7.1% once the hour to 7h is summed, over 5%, while the 6h window holds 8.3%: the background tier tickets
     within the hour after 7h (the hourly sums lag up to an hour; promtool, which evaluates every group at the
     test's interval, passes 5% at about 7h15m) and holds to the end (3d: 11.5%, 6h: 23% at 12h). llm-b spends
-    nothing: a job that never restarts is productive throughout."""
+    nothing: a job that never restarts is productive throughout. healthy: its twin, llm-a never crashes nor hangs:
+    no bad minute, no SLO alert."""
     steps = 12 * 60
     crash, back, hang = 6 * 60 + 1, 6 * 60 + 20, (10 * 60 + 1, 10 * 60 + 31)
+    if healthy:
+        crash, back, hang = steps + 1, steps + 1, (steps + 1, steps + 1)
     step_a, step_b, ckpt_a, ckpt_b = [], [], [], []
     for i in range(steps + 1):
         a = i if i < crash else 240 + (i - back) - (min(i, hang[1]) - hang[0] if i >= hang[0] else 0)
@@ -353,6 +366,8 @@ def _training_restart_fleet():
     # another node under a new pod IP (its scrape target), as a rescheduled pod does.
     runs = [("llm-a", "n1", "10.0.0.1", (0, crash), step_a, ckpt_a), ("llm-a", "n3", "10.0.0.2", (back, steps + 1), step_a, ckpt_a),
             ("llm-b", "n2", "10.0.0.3", (0, steps + 1), step_b, ckpt_b)]
+    if healthy:
+        runs = [runs[0], runs[2]]
     for job, node, ip, (start, end), step, ckpt in runs:
         pod = f'cluster="c1", namespace="ml", pod="{job}-worker-0"'
         target = f'{pod}, instance="{ip}:8000", rank="0"'
@@ -364,6 +379,10 @@ def _training_restart_fleet():
                               for g in range(8))):
             labels = name if "{" in name else f"{name}{{{target}}}"
             series.append({"series": labels, "values": _span(steps, value, start, end)})
+    if healthy:
+        return steps, series, _quiet(steps, ("TrainingTimeSLOBurnTicket", "TrainingTimeSLOInputAbsent")), [
+            (steps, "sum_over_time(slo:training_time_bad:count[12h])", [({"cluster": "c1"}, 0)]),
+            (steps, "sum_over_time(slo:training_time_total:count[12h])", [({"cluster": "c1"}, 16 * steps)])]  # (0, 12h]
     # a ghost-loss alert on llm-a from 9h for 30 minutes (report only: the GPU-minutes trained on suspect state)
     ghost = (9 * 60, 9 * 60 + 30)
     series.append({"series": f'ALERTS{{alertname="GPUGhostLoss", alertstate="firing", {_gpu("c1", "n3", 2)}, namespace="ml", '
@@ -498,8 +517,12 @@ def _job_success_fleet():
 
 FLEETS = {"node-lost-hour-pages": _node_lost_fleet, "one-in-a-hundred-tickets": _one_in_a_hundred_fleet,
           "cluster-vanishes": _cluster_vanishes_fleet, "training-restart-from-old-checkpoint": _training_restart_fleet,
-          "job-success-one-failure-in-few": _job_success_fleet}
-FLEET_STEP = {"training-restart-from-old-checkpoint": 60, "job-success-one-failure-in-few": 60}  # seconds between samples; the others STEP
+          "job-success-one-failure-in-few": _job_success_fleet,
+          # the healthy twins of the two Done-means fleets: the same fleet over the same time without the fault
+          "node-lost-healthy-twin": lambda: _node_lost_fleet(healthy=True),
+          "training-healthy-twin": lambda: _training_restart_fleet(healthy=True)}
+FLEET_STEP = {"training-restart-from-old-checkpoint": 60, "job-success-one-failure-in-few": 60,
+              "training-healthy-twin": 60}  # seconds between samples; the others STEP
 
 
 def _test_document(rule_file: str, fleet, engine: str, every: int = STEP) -> dict:
@@ -536,10 +559,10 @@ def _vmalert_copy(out, tmp_path) -> str:
     return str(path)
 
 
-# make test replays the fleets on promtool but the two longest (72 hours of 32 and 104 GPUs), which the two-shard
+# make test replays the fleets on promtool but the three longest (72 hours of 32 and 104 GPUs), which the two-shard
 # proof replays (its one server's replay is the fleet's own test: CI's make test-sharding), and the smallest
 # on vmalert-tool; CI's make test-vm-all the others (marker slow: 20-45 s each).
-PROVEN_ON_SHARDS = ("node-lost-hour-pages", "one-in-a-hundred-tickets")
+PROVEN_ON_SHARDS = ("node-lost-hour-pages", "node-lost-healthy-twin", "one-in-a-hundred-tickets")
 REPLAYS = [pytest.param(*engine_param(engine).values, fleet, id=f"{fleet}-{engine_param(engine).id}",
                         marks=(*engine_param(engine).marks, *((pytest.mark.slow,) if engine == "vmalert_tool"
                                                                and fleet != "cluster-vanishes" else ())))
