@@ -347,13 +347,18 @@ def _operator_finished(settings: Settings) -> str:
             + f',\n    "{kube_state.NAMESPACE}", "$1", "{training_operator.NAMESPACE}", "(.*)")\n)')
 
 
+def _cluster_counted_lately_unless(settings: Settings, n: dict, present: str) -> str:
+    """The clusters the SLO counted within the day that have no series of `present` now."""
+    cluster = settings.cluster_label
+    return (f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
+            f"unless on ({cluster}) group by ({cluster}) ({present})")
+
+
 def _kube_absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
     """A cluster whose GPU Jobs finished within the day has no kube-state-metrics Job series now."""
     cluster = settings.cluster_label
     return _absent_rule(
-        slo, settings,
-        expr=(f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
-              f"unless on ({cluster}) group by ({cluster}) ({kube_state.JOB_ACTIVE})"),
+        slo, settings, expr=_cluster_counted_lately_unless(settings, n, kube_state.JOB_ACTIVE),
         summary=f"{{{{ $labels.{cluster} }}}}: {slo.spec.title} SLO has lost its input: no Kubernetes Job is seen",
         description=(f"{kube_state.JOB_ACTIVE} has no series for cluster {{{{ $labels.{cluster} }}}}, where GPU Jobs finished "
                      f"within the day: kube-state-metrics is not scraped there any more, so the {slo.spec.title} SLO "
@@ -493,9 +498,7 @@ def _absent_alert(slo: Slo, settings: Settings, n: dict) -> Rule:
     targets removed, a selector that no longer matches). pyrra's SLOMetricAbsent, per cluster."""
     cluster = settings.cluster_label
     return _absent_rule(
-        slo, settings,
-        expr=(f"group by ({cluster}) (max_over_time({n['total_1h']}[1d]))\n"
-              f"unless on ({cluster}) group by ({cluster}) ({n['total']})"),
+        slo, settings, expr=_cluster_counted_lately_unless(settings, n, n["total"]),
         summary=f"{{{{ $labels.{cluster} }}}}: {slo.spec.title} SLO has lost its input: no GPU is counted",
         description=(f"{n['total']} has no series for cluster {{{{ $labels.{cluster} }}}}, which had GPUs "
                      f"within the day: no GPU of it reaches this evaluator through dcgm-exporter, so the {slo.spec.title} "
