@@ -405,6 +405,7 @@ class Verdict:
     expectations: tuple[str, ...] = ()  # what promtool reported against the scenario's own test (reference_test)
     # (time, record, one server's value, global tier's value) of the records compared (compare's `records`)
     records: tuple[tuple[int, tuple, float | None, float | None], ...] = ()
+    records_compared: int = 0  # the (time, series) points of those records one server wrote
 
     @property
     def equal(self) -> bool:
@@ -461,13 +462,15 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     times = range(0, scenario.duration + 1, scenario.evaluation_interval)
     extra = tuple((t, a) for t in times for a in sorted(sharded.get(t, set()) - ref.get(t, set())))
     missing = tuple((t, a) for t in times for a in sorted(ref.get(t, set()) - sharded.get(t, set())))
+    differ, compared = _records_differ(reference, top, records, topology) if records else ((), 0)
     return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()), expectations,
-                   _records_differ(reference, top, records, topology) if records else ())
+                   differ, compared)
 
 
-def _records_differ(reference: Run, top: Run, records: str, topology: Topology) -> tuple:
+def _records_differ(reference: Run, top: Run, records: str, topology: Topology) -> tuple[tuple, int]:
     """(time, series, one server's value, global tier's value) wherever the records matching `records` that the
-    global tier writes differ (the shards' own records reach it only as inputs)."""
+    global tier writes differ (the shards' own records reach it only as inputs), and how many points one server
+    wrote of them."""
     written = {r["record"] for f in topology.global_ for g in (yaml.safe_load(Path(f).read_text()) or {}).get("groups", [])
                for r in g["rules"] if "record" in r and re.fullmatch(records, r["record"])}
 
@@ -483,7 +486,7 @@ def _records_differ(reference: Run, top: Run, records: str, topology: Topology) 
             same = x is not None and y is not None and (math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-12) or x != x and y != y)
             if not same:
                 out.append((t, key, x, y))
-    return tuple(out)
+    return tuple(out), sum(len(points) for points in ref.values())
 
 
 # --- several scenarios in one proof -------------------------------------------------------------------
