@@ -10,6 +10,7 @@ within an hour and steps every hour, so the 30-minute median at a whole hour is 
 value, and a day's sums follow."""
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import subprocess
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from servers import Prometheus, VictoriaMetrics
 
@@ -166,3 +168,186 @@ def test_backfill_fails_clearly_on_an_unreachable_server(tmp_path, promtool):
                      "--output-dir", str(tmp_path / "blocks"))
     assert result.returncode == 1
     assert "error: promtool failed" in result.stderr
+
+
+# --- the SLOs' hourly sums ------------------------------------------------------------------------------------
+
+def _capacity_fleet() -> tuple[int, list[dict]]:
+    """8 hours at one sample a minute, 4 GPUs on 2 nodes of cluster c9 (the other fleets' cluster is c1): GPU 0 of
+    n1 drained (ECC) 2h-3h30m; n2's exporter down 5h-6h (its GPUs gone, the alert pending 5 minutes, then firing);
+    GPU 1 of n1 lost at 7h to the end (gpu_lost pending, then firing), so the capacity SLO's two memories (a GPU
+    kept in the inventory while an alert names it, with its driver) both hold for minutes at a time."""
+    minutes = 8 * 60
+    slot = lambda gaps: " ".join("_" if any(a <= m < b for a, b in gaps) else "1" for m in range(minutes + 1))  # noqa: E731
+    span = lambda a, b: slot([(0, a), (b, minutes + 1)])  # noqa: E731
+    series = []
+    for host, driver in (("n1", "550.90.07"), ("n2", "560.35.03")):
+        for g in range(2):
+            gaps = [(300, 360)] if host == "n2" else [(420, minutes + 1)] if g == 1 else []
+            gpu = f'cluster="c9", Hostname="{host}", gpu="{g}", UUID="GPU-{host}-{g}", modelName="NVIDIA H100 80GB HBM3"'
+            series.append({"series": f"gpu:dcgm_reporting:timestamp{{{gpu}}}", "values": slot(gaps)})
+            series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{job="dcgm-exporter", {gpu}, DCGM_FI_DRIVER_VERSION="{driver}"}}',
+                           "values": slot(gaps)})
+    ecc = ('alertname="GPUEccUncorrectable", cluster="c9", Hostname="n1", gpu="0", UUID="GPU-n1-0", '
+           'failure_mode="ecc_uncorrectable", severity="critical", action="drain"')
+    lost = ('alertname="GPULost", cluster="c9", Hostname="n1", gpu="1", UUID="GPU-n1-1", modelName="NVIDIA H100 80GB HBM3", '
+            'failure_mode="gpu_lost", severity="critical", action="drain"')
+    down = 'alertname="DCGMExporterDown", cluster="c9", Hostname="n2", failure_mode="exporter_down", severity="warning", action="investigate"'
+    for labels, pending, firing in ((ecc, None, (120, 210)), (lost, (421, 423), (423, minutes + 1)),
+                                    (down, (300, 305), (305, 360))):
+        for state, window in (("pending", pending), ("firing", firing)):
+            if window:
+                series.append({"series": f'ALERTS{{alertstate="{state}", {labels}}}', "values": span(*window)})
+    return minutes, series
+
+
+def _slo_inputs() -> tuple[int, list[tuple[str, list]]]:
+    """The capacity fleet above and test_slos' training and job-success fleets (one sample a minute), side by side:
+    (minutes, [(series, one value or None per minute)]). A staleness marker becomes a missing sample: a server
+    loaded from blocks has none, so the one-server replay must not either."""
+    from rulesgen.load.scenarios import STALE, expand
+    from test_slos import _job_success_fleet, _training_restart_fleet
+    fleets = [_capacity_fleet(), _training_restart_fleet()[:2], _job_success_fleet()[:2]]
+    minutes = max(m for m, _ in fleets)
+    out: dict[str, list] = {}
+    for _, series in fleets:
+        for s in series:
+            values = [None if v is STALE else v for v in expand(s["values"])]
+            assert s["series"] not in out, f"two fleets feed {s['series']}"
+            out[s["series"]] = values + [None] * (minutes + 2 - len(values))  # a slot after the data: its end
+    return minutes, list(out.items())
+
+
+def _notation(values: list, stale: bool = False) -> str:
+    """promtool's notation; stale: a staleness marker where a series stops (VictoriaMetrics ends a series at
+    its last sample where Prometheus keeps it for its 5-minute lookback)."""
+    out = ["_" if v is None else repr(v) for v in values]
+    if stale:
+        out = ["stale" if v is None and k and values[k - 1] is not None else x for k, (v, x) in enumerate(zip(values, out))]
+    return " ".join(out)
+
+
+def _openmetrics(series: list[tuple[str, list]], start: int) -> str:
+    lines, families = [], {}
+    for text, values in series:
+        families.setdefault(text.split("{")[0], []).append((text, values))
+    for name, members in families.items():
+        lines.append(f"# TYPE {name} gauge")
+        for text, values in members:
+            labels = promql.label_set(text[len(name):].strip("{}"))
+            flat = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+            lines += [f"{name}{flat} {v:g} {start + 60 * m}" for m, v in enumerate(values) if v is not None]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def _live_hourly(promtool: str, rules: Path, series: list[tuple[str, list]], minutes: int, workdir: Path,
+                 stale: bool = False):
+    """What the live rules count at every minute (one promtool replay of the rendered SLO file, from t=0), and the
+    function from (hourly record, labels, hour's end in seconds from t=0) to the sum the live rules write: their
+    counts at the minutes in (end - 1h, end]. stale: as VictoriaMetrics reads the series (_notation)."""
+    import shard_equality as se
+    hourly = {r["record"]: r["expr"].split("(", 1)[1].split("[")[0]
+              for g in yaml.safe_load(rules.read_text())["groups"] if g["interval"] == "1h" for r in g["rules"]}
+    # the replay runs 10 minutes past the data: a server's samples stay visible for 5 minutes after the last one
+    run = se.replay(promtool, [rules], [(s, _notation(v, stale)) for s, v in series], STEP, STEP, (minutes + 10) * 60,
+                    "|".join(sorted(set(hourly.values()))), workdir, "live")
+
+    def live(record: str, labels: tuple, end: int) -> list[float]:
+        points = run.samples.get((hourly[record], labels), {})
+        return [v for t, v in points.items() if end - HOUR < t <= end]
+    return hourly, live
+
+
+@pytest.fixture(scope="module")
+def slo_config(tmp_path_factory) -> Path:
+    from test_slos import SLO_CONFIG
+    path = tmp_path_factory.mktemp("slo-backfill") / "rulesgen.yaml"
+    path.write_text(SLO_CONFIG)
+    return path
+
+
+def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path, promtool, prometheus_bin, slo_config):
+    """The three SLOs' hourly sums, backfilled by `rulesgen backfill prometheus` from the series a server stored
+    (the DCGM and job series, kube-state-metrics and rulesgen's ALERTS), equal what the live rules write over the
+    same minutes, series by series and hour by hour; a second backfill over the same span writes nothing (the hours
+    hold sums already, so no minute is counted twice)."""
+    minutes, series = _slo_inputs()
+    out = tmp_path / "out"
+    result = run_cli("render", "--config", str(slo_config), "--out", str(out), "--no-scenario-tests")
+    assert result.returncode == 0, result.stderr
+    hourly, live = _live_hourly(promtool, out / "alerts/prometheus/slos.yaml", series, minutes, tmp_path)
+    start = int(time.time()) // DAY * DAY - 2 * DAY
+    end = start + (minutes // 60 + 1) * HOUR
+    data, raw = tmp_path / "data", tmp_path / "raw.om"
+    raw.write_text(_openmetrics(series, start))
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)], check=True, capture_output=True)
+
+    def backfill(prom, blocks: Path) -> list[Path]:
+        result = run_cli("backfill", "prometheus", "--only", "slos", "--config", str(slo_config), "--url", prom.url, "--days", "1",
+                         "--end", str(end), "--output-dir", str(blocks))
+        assert result.returncode == 0, result.stderr
+        return [b for b in blocks.iterdir() if (b / "meta.json").exists()]
+
+    with Prometheus(prometheus_bin, data) as prom:
+        blocks = backfill(prom, tmp_path / "blocks")
+    for b in blocks:
+        shutil.move(str(b), data / b.name)
+    with Prometheus(prometheus_bin, data) as prom:
+        got = {}
+        for record in hourly:
+            for r in prom.query(f"{record}[{end - start + HOUR}s]", end + HOUR):
+                labels = tuple(sorted((k, v) for k, v in r["metric"].items() if k != "__name__"))
+                got.update({(record, labels, round(float(t)) - start): float(v) for t, v in r["values"]})
+        again = backfill(prom, tmp_path / "again")
+    expected = {}
+    ends = sorted({t for _, _, t in got})
+    for record, labels, _ in got:
+        for t in ends:
+            if counts := live(record, labels, t):
+                expected[(record, labels, t)] = sum(counts)
+    assert len(ends) >= minutes // 60 and {r for r, _, _ in got} >= {
+        "slo:gpu_capacity_bad:sum_1h", "slo:gpu_capacity_bad_by_driver:sum_1h", "slo:training_time_bad:sum_1h",
+        "slo:job_success_bad:sum_1h", "model:slo_gpu_capacity_interruptions:sum_1h"}, sorted(got)[:5]
+    assert got == pytest.approx(expected), sorted(set(got.items()) ^ set(expected.items()))[:10]
+    # every cause counted: the drained GPU, the node down and the lost GPU's driver
+    assert {dict(labels).get("failure_mode") for r, labels, _ in got if r == "slo:gpu_capacity_bad_by_failure_mode:sum_1h"
+            } >= {"ecc_uncorrectable", "exporter_down", "gpu_lost"}
+    assert sum(json.loads((b / "meta.json").read_text())["stats"].get("numSamples", 0) for b in again) == 0
+
+
+def test_backfill_writes_the_slos_hourly_sums_through_vmalert_replay(tmp_path, promtool, victoria_metrics, vmalert, slo_config):
+    """The same on VictoriaMetrics: `rulesgen backfill victoriametrics` (vmalert replay) writes hourly sums that
+    equal the live rules' over the same minutes; a second run writes nothing more."""
+    minutes, series = _slo_inputs()
+    out = tmp_path / "out"
+    result = run_cli("render", "--config", str(slo_config), "--out", str(out), "--no-scenario-tests")
+    assert result.returncode == 0, result.stderr
+    hourly, live = _live_hourly(promtool, out / "alerts/prometheus/slos.yaml", series, minutes, tmp_path, stale=True)
+    start = int(time.time()) // DAY * DAY - 2 * DAY
+    end = start + (minutes // 60 + 1) * HOUR
+    with VictoriaMetrics(victoria_metrics) as vm:
+        vm.import_samples([({"__name__": text.split("{")[0], **promql.label_set(text[len(text.split("{")[0]):].strip("{}"))},
+                            [((start + 60 * m) * 1000, v) for m, v in enumerate(values) if v is not None])
+                           for text, values in series])
+        vm.flush()
+
+        def backfill() -> dict:
+            result = run_cli("backfill", "victoriametrics", "--only", "slos", "--config", str(slo_config), "--url", vm.url, "--days", "1",
+                             "--end", str(end))
+            assert result.returncode == 0, result.stderr
+            vm.flush()
+            return {(record, tuple(sorted((k, v) for k, v in m.items() if k != "__name__")), ms // 1000 - start): v
+                    for record in hourly for m, ts, vs in vm.export(record, start - DAY, end + HOUR) for ms, v in zip(ts, vs)}
+        got = backfill()
+        assert backfill() == got
+    # VictoriaMetrics ends a series a minute after its last sample, Prometheus five (with a staleness marker, at
+    # once): each hour within two minutes of its counts, where a series starts or stops (exactness: the test above)
+    ends = sorted({t for _, _, t in got})
+    assert len(ends) >= minutes // 60 and "slo:gpu_capacity_bad_by_driver:sum_1h" in {r for r, _, _ in got}
+    far = []
+    for record, labels, t in sorted(set(got) | {(r, lb, t) for r, lb, _ in got for t in ends}):
+        counts = live(record, labels, t) or live(record, labels, t - HOUR)  # the hour after a series: its tail
+        value = got.get((record, labels, t))
+        if abs((value or 0) - sum(live(record, labels, t))) > 2 * max(counts or [0]):
+            far.append((record, labels, t, value, sum(live(record, labels, t))))
+    assert not far, "\n".join(map(str, far))

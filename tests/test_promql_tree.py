@@ -89,8 +89,13 @@ def test_inline_replaces_records_by_their_expressions():
     defs = {"a:b:c": "avg_over_time(x[5m])", "d:e:f": "a:b:c * 2"}
     assert printing.inline('max_over_time(d:e:f[1h]) > d:e:f and on () y{z="a:b:c"}', defs, "1m") == (
         'max_over_time(((avg_over_time(x[5m])) * 2)[1h:1m]) > ((avg_over_time(x[5m])) * 2) and on () y{z="a:b:c"}')
-    with pytest.raises(ValueError, match="label matchers"):
-        printing.inline('a:b:c{x="y"}', defs, "1m")
+    # an equality matcher keeps (drops) the series with that value; an offset reads the step that long ago
+    assert printing.inline('a:b:c{x="y"} + a:b:c{x!="z"} offset 5m - max_over_time(d:e:f[1h] offset 1m)', {"a:b:c": "q", "d:e:f": "r"}, "1m") == (
+        '((q) and on (x) label_replace(vector(1), "x", "y", "", ""))'
+        ' + last_over_time(((q) unless on (x) label_replace(vector(1), "x", "z", "", ""))[1m:1m] offset 5m)'
+        ' - max_over_time((r)[1h:1m] offset 1m)')
+    with pytest.raises(ValueError, match="regex matchers"):
+        printing.inline('a:b:c{x=~"y"}', defs, "1m")
     with pytest.raises(ValueError, match="cycle"):
         printing.inline("a:b:c", {"a:b:c": "d:e:f", "d:e:f": "a:b:c"}, "1m")
 

@@ -39,6 +39,9 @@ HIGH_WATER_WINDOW = 6 * HOUR
 # being seen running within this time; one seen finished within it is not counted again (a kube-state-metrics
 # restart or gap).
 FINISH_MEMORY = 6 * HOUR
+# How far back a backfill looks for a lost GPU's last report and driver: the live rules remember them for as long
+# as an alert holds the GPU; a backfill cannot read its own past, so a GPU lost for longer leaves its count.
+BACKFILL_MEMORY = DAY
 
 
 def active_slos(catalog: Catalog, settings: Settings) -> tuple[Slo, ...]:
@@ -59,7 +62,8 @@ def build_slo_file(catalog: Catalog, settings: Settings) -> RuleFile | None:
         elif slo.id == "job_success":
             counts = _job_success(slo, settings)
         else:
-            counts = _gpu_capacity(slo, settings, modes, catalog.named("reporting"), _driver_of_each_gpu(catalog, settings))
+            counts = _gpu_capacity(slo, settings, modes, catalog.named("reporting"), _driver_of_each_gpu(catalog, settings),
+                                   _driver_of_each_gpu(catalog, settings, remembered=True))
         fast, hourly = _budget(slo, settings, counts)
         groups += [RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}", fast, settings.evaluation_interval),
                    RuleGroup(f"{conventions.GROUP_PREFIX}-slo-{slo.id.replace('_', '-')}-hourly", hourly, HOUR)]
@@ -144,22 +148,30 @@ def windows(slo: Slo) -> list[int]:
     return sorted({w for tier, _ in slo.tiers for w in (tier.long, tier.short)})
 
 
-def _driver_of_each_gpu(catalog: Catalog, settings: Settings) -> str | None:
+def _driver_of_each_gpu(catalog: Catalog, settings: Settings, remembered: bool = False) -> str | None:
     """One series per GPU (cluster, UUID) with its driver version as `driver`, from the catalog's inventory metric
     under whichever of the driver field's label names the exporter uses (4.9 renamed it); None when the catalog
-    names no driver field. topk: while a driver is replaced, the old series stay for the lookback."""
+    names no driver field. topk: while a driver is replaced, the old series stay for the lookback. remembered:
+    the driver each GPU reported last within BACKFILL_MEMORY (the backfill's stand-in for the driver memory)."""
     if catalog.named("driver_version") is None or catalog.named("inventory") is None:
         return None
     expr = selector(catalog.metric(catalog.named("inventory")), settings.selector)
     for name in reversed(catalog.metric(catalog.named("driver_version")).names):
         expr = f'label_replace({expr}, "driver", "$1", "{name}", "(.+)")'
     key = by((settings.cluster_label, "UUID"))
+    if remembered:
+        last = (f"last_over_time(max by ({key}, driver) (timestamp({expr}))"
+                f"[{format_duration(BACKFILL_MEMORY)}:{format_duration(settings.evaluation_interval)}])")
+        return f"topk by ({key}) (1, {last})"
     return f"topk by ({key}) (1, group by ({key}, driver) ({expr}))"
 
 
-def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str, driver: str | None) -> Counts:
+def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str, driver: str | None,
+                  driver_remembered: str | None) -> Counts:
     """reporting: the record with one series per reporting GPU (catalog role `reporting`); driver: each GPU's
-    driver version (_driver_of_each_gpu), for the budget spent by driver."""
+    driver version (_driver_of_each_gpu), for the budget spent by driver. The two memories (a lost GPU stays in
+    the inventory, with its driver) read their own past; their backfill forms read the stored series instead:
+    a GPU that reported within BACKFILL_MEMORY while an alert names it."""
     n = names(slo)
     gpu, node, ident = by(settings.gpu_labels), by(settings.node_labels), by(settings.gpu_identity)
     group = by(slo.group_by)
@@ -170,6 +182,8 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
         kept.append(f'and on ({node}) group by ({node}) (ALERTS{{failure_mode="{DOWN_NODE}"}})')
     memory = f"last_over_time({n['inventory']}[10m] offset 1s)"
     inventory = f"group by ({gpu}) ({reporting})" + "".join(f"\nor (\n  {memory}\n    {k}\n)" for k in kept)
+    seen = f"group by ({gpu}) (last_over_time({reporting}[{format_duration(BACKFILL_MEMORY)}]))"
+    inventory_backfill = f"group by ({gpu}) ({reporting})" + "".join(f"\nor (\n  {seen}\n    {k}\n)" for k in kept)
     cause = (f'group by ({ident}, failure_mode) (ALERTS{{alertstate="firing", action="drain"}})\n'
              f"  * on ({ident}) group_left ({_extra(settings.gpu_labels, settings.gpu_identity)}) {n['inventory']}")
     if DOWN_NODE in modes:
@@ -179,7 +193,7 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
     per_model = by(dict.fromkeys((*slo.group_by, "modelName")))
     bad_gpus = f"group by ({gpu}) ({n['cause']})"
     rules = (
-        Rule(record=n["inventory"], expr=inventory),
+        Rule(record=n["inventory"], expr=inventory, backfill_expr=inventory_backfill),
         Rule(record=n["cause"], expr=cause),
         Rule(record=n["total"], expr=f"count by ({group}) ({n['inventory']})"),
         Rule(record=n["bad"], expr=f"count by ({group}) ({bad_gpus})\nor {n['total']} * 0"),
@@ -192,9 +206,13 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
     if driver is not None:
         # A GPU's driver, remembered while the GPU stays in the inventory after it stops reporting (lost GPUs).
         now = f"group by ({ident}, driver) (\n  {n['inventory']}\n  * on ({by((settings.cluster_label, 'UUID'))}) group_left (driver) {driver}\n)"
+        remembered = (f"{n['driver_now']}\nor (\n  group by ({ident}, driver) (\n    {n['inventory']}\n"
+                      f"    * on ({by((settings.cluster_label, 'UUID'))}) group_left (driver) {driver_remembered}\n  )\n"
+                      f"  unless on ({ident}) {n['driver_now']}\n)")
         rules += (Rule(record=n["driver_now"], expr=now),
                   Rule(record=n["driver"], expr=f"{n['driver_now']}\nor (\n  last_over_time({n['driver']}[10m] offset 1s)\n"
-                                                 f"    and on ({ident}) {n['inventory']}\n    unless on ({ident}) {n['driver_now']}\n)"),
+                                                 f"    and on ({ident}) {n['inventory']}\n    unless on ({ident}) {n['driver_now']}\n)",
+                       backfill_expr=remembered),
                   Rule(record=n["by_driver"], expr=f"count by ({by(dict.fromkeys((*slo.group_by, 'driver')))}) (\n"
                                                    f"  {bad_gpus}\n  * on ({ident}) group_left (driver) {n['driver']}\n)"))
         breakdowns += (Breakdown("driver", "by_driver", ("driver",)),)

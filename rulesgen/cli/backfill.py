@@ -1,4 +1,4 @@
-"""`rulesgen backfill prometheus|victoriametrics`: the baseline history for past days."""
+"""`rulesgen backfill prometheus|victoriametrics`: the history the rules keep (baselines, SLOs) for past days."""
 from __future__ import annotations
 
 import sys
@@ -29,7 +29,10 @@ def _backfill_options(f):
     for option in reversed([
         click.option("--url", required=True, help="The server's HTTP address, e.g. http://127.0.0.1:9090."),
         click.option("--days", type=click.IntRange(1, 60), default=None,
-                     help="Days of history to compute [default: the baseline window, baselines.window]."),
+                     help="Days of history to compute [default: the longest the rules read: the baseline window "
+                          "(baselines.window), an SLO's period]."),
+        click.option("--only", type=click.Choice(("baselines", "slos")), default=None,
+                     help="Backfill this history only [default: every history the rendered rules keep]."),
         click.option("--end", default=None, help="End of the history (unix seconds or RFC 3339) [default: now]."),
         catalog_option,
         config_option,
@@ -43,15 +46,28 @@ def _backfill_options(f):
 
 @click.group(name="backfill")
 def backfill_group():
-    """Compute the baseline history for past days from the raw samples on a server."""
+    """Compute the history the rules keep for past days from the series on a server: the per-GPU baselines'
+    hourly points and daily sums, and the SLOs' hourly sums (docs/slos.md "Backfill")."""
 
 
-def _backfill_plan(catalog, config, days, end):
+def _backfill_plan(catalog, config, days, end, only):
+    from ..builders.slos import active_slos
     from ..engines import backfill as bf
     plan = plan_or_fail(catalog, config, None)
-    span = bf.Span.of(days or plan.settings.baselines.window // bf.DAY, _time(end))
-    files = _or_fail(lambda: bf.backfill_files(plan.rules, plan.settings.evaluation_interval))
+    files = _or_fail(lambda: bf.backfill_files(plan.rules, plan.settings.evaluation_interval, only))
+    windows = []  # how far back each history is read
+    if any(f.path != bf.SLO_FILE for f in files):
+        windows.append(plan.settings.baselines.window)
+    if any(f.path == bf.SLO_FILE for f in files):
+        windows += [s.period for s in active_slos(plan.catalog, plan.settings)]
+    span = bf.Span.of(days or -(-max(windows) // bf.DAY), _time(end))
     return bf, span, files
+
+
+def _what(bf, files) -> str:
+    kinds = [k for k, here in (("baseline", any(f.path != bf.SLO_FILE for f in files)),
+                               ("SLO", any(f.path == bf.SLO_FILE for f in files))) if here]
+    return " and ".join(kinds)
 
 
 def _or_fail(step):
@@ -74,13 +90,13 @@ def _progress(progress: bool | None, quiet: bool):
 @backfill_group.command(name="prometheus")
 @_backfill_options
 @click.option("--output-dir", required=True, help="Where to write the TSDB blocks.")
-def backfill_prometheus(url, days, end, catalog, config, progress, quiet, output_dir):
+def backfill_prometheus(url, days, only, end, catalog, config, progress, quiet, output_dir):
     """TSDB blocks via `promtool tsdb create-blocks-from rules`; move them into the data directory."""
     from ..engines.tools import find_tool
-    bf, span, files = _backfill_plan(catalog, config, days, end)
+    bf, span, files = _backfill_plan(catalog, config, days, end, only)
     report = _progress(progress, quiet)
     _or_fail(lambda: bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool"), report))
-    click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
+    click.echo(f"{_what(bf, files)} history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
                f"Move the block directories into Prometheus' data directory (--storage.tsdb.path); it loads them "
                f"within a minute (retention must cover {(span.end - span.start) // bf.DAY} days).")
 
@@ -88,10 +104,10 @@ def backfill_prometheus(url, days, end, catalog, config, progress, quiet, output
 @backfill_group.command(name="victoriametrics")
 @_backfill_options
 @click.option("--write-url", default=None, help="Remote-write address if not --url (e.g. vminsert).")
-def backfill_victoriametrics(url, days, end, catalog, config, progress, quiet, write_url):
+def backfill_victoriametrics(url, days, only, end, catalog, config, progress, quiet, write_url):
     """vmalert replay: reads raw samples from --url, writes the history back with remote write."""
     from ..engines.tools import find_tool
-    bf, span, files = _backfill_plan(catalog, config, days, end)
+    bf, span, files = _backfill_plan(catalog, config, days, end, only)
     report = _progress(progress, quiet)
     _or_fail(lambda: bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url, report))
-    click.echo(f"baseline history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")
+    click.echo(f"{_what(bf, files)} history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")

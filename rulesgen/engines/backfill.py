@@ -1,14 +1,19 @@
-"""`rulesgen backfill`: compute the downsampled baseline history for past days, so a new deployment's
-per-GPU baselines are not blind for two weeks.
+"""`rulesgen backfill`: compute the history the rules keep downsampled for past days, so a new deployment is
+not blind for weeks: the per-GPU baselines' hourly points and daily sums, and the SLOs' hourly sums.
 
 The live rules build the history one hour at a time (value_30m -> value_30m_hourly -> daily sums).
-Backfill evaluators see only the raw series on the server, never their own output, so the rules
+Backfill evaluators see only the series on the server, never their own output, so the rules
 here inline every recording rule they read: the hourly point becomes one expression over raw samples
 (subqueries at the live evaluation interval), the daily sums a [23h59m:1h] subquery of that. Two files,
 both evaluated hourly: hourly points, and daily sums written in the first hour of each day (UTC).
 promtool shifts evaluations by a hash of the group (like a live server); a [23h59m:1h] subquery still
 sums exactly the hours D-23h .. D for any evaluation between midnight D and 01:00, the same hours the
 live rule sums at midnight.
+
+The SLOs' hourly sums inline the SLO records only: the capacity SLO counts what rulesgen's own alerts said
+(ALERTS) and the GPUs its records saw, so it recounts the hours those were on the server and no others; a
+memory (a rule reading its own past) is evaluated in its backfill form (Rule.backfill_expr). An hour for which
+the live rules wrote a sum (or an earlier backfill did) is left alone, so the two never count a minute twice.
 
 Prometheus: `promtool tsdb create-blocks-from rules` queries the server and writes TSDB blocks; move
 them into the server's data directory (it loads new blocks within a minute). VictoriaMetrics:
@@ -24,15 +29,18 @@ from pathlib import Path
 
 from .. import processes
 from ..builders import baselines
+from ..builders import slos as slo_rules
 from ..durations import format_duration, rfc3339
 from ..model import conventions
 from ..model.output import Rule, RuleFile, RuleGroup, RuleSet
 from ..promql import printer as promql_print
+from ..promql.tree import recorded_names
 from ..render.prometheus import render_rule_file
 from .victoriametrics import VictoriaMetricsError, run_vmalert
 
 HOUR, DAY = 3600, 86400
 DAILY_FILE = "backfill-daily.yaml"
+SLO_FILE = "backfill-slo-hourly.yaml"
 
 
 class BackfillError(Exception):
@@ -52,7 +60,22 @@ class Span:
         return cls(start - start % DAY, end)
 
 
-def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
+def backfill_files(rules: RuleSet, step_seconds: int, only: str | None = None) -> list[RuleFile]:
+    """What the rendered rules keep as history: the baselines' files and the SLOs' (either may be absent);
+    only: "baselines" or "slos" (the CLI's --only)."""
+    files = []
+    if only in (None, "baselines"):
+        files += _baseline_files(rules, step_seconds)
+    if only in (None, "slos"):
+        files += _slo_files(rules, step_seconds)
+    if not files:
+        missing = {"baselines": "no baseline rules rendered (is baseline_deviation disabled?)",
+                   "slos": "no SLO rendered (rulesgen.yaml names none under slos:)"}
+        raise BackfillError("nothing to backfill: " + "; ".join(v for k, v in missing.items() if only in (None, k)))
+    return files
+
+
+def _baseline_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
     """The hourly-points file and the daily-sums file, from the rendered rules. The baseline value's
     first rule only: signals that read the peers' medians (recorded by a second rule) learn their
     history live."""
@@ -61,7 +84,7 @@ def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
         if r.record:
             recorded.setdefault(r.record, r.expr)
     if conventions.BASELINE_VALUE not in recorded:
-        raise BackfillError("no baseline rules rendered (is baseline_deviation disabled?): nothing to backfill")
+        return []
     live = {k: v for k, v in recorded.items() if k not in conventions.BASELINE_RECORDS}
     step = format_duration(step_seconds)
     hourly = promql_print.inline(recorded[conventions.BASELINE_VALUE], live, step)
@@ -79,6 +102,28 @@ def backfill_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
         RuleFile(path=DAILY_FILE, description="rulesgen backfill: daily sums of the hourly points, at midnight UTC.",
                  groups=(RuleGroup("rulesgen-backfill-daily", tuple(daily), HOUR),)),
     ]
+
+
+def _slo_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
+    """The SLOs' hourly sums, each over the hour's evaluations of its count with the SLO records inlined, and
+    only for the hours that hold no sum yet (live or backfilled: none within the hour after either)."""
+    slo_file = next((f for f in rules.files if f.path == slo_rules.RULE_FILE), None)
+    if slo_file is None:
+        return []
+    definitions = {r.record: r.backfill_expr or r.expr for g in slo_file.groups if g.interval_seconds != HOUR
+                   for r in g.rules if r.record}
+    for name, expr in definitions.items():
+        if name in recorded_names(expr):
+            raise BackfillError(f"cannot backfill {name}: it reads its own past and has no backfill form")
+    step = format_duration(step_seconds)
+    hourly = tuple(
+        Rule(record=r.record, expr=f"{promql_print.inline(r.expr, definitions, step)}\n"
+                                   f"unless on () count_over_time({r.record}[2h] offset -1h)")
+        for g in slo_file.groups if g.interval_seconds == HOUR for r in g.rules if r.record)
+    if not hourly:
+        return []
+    return [RuleFile(path=SLO_FILE, description="rulesgen backfill: the SLOs' hourly sums from the stored series.",
+                     groups=(RuleGroup("rulesgen-backfill-slo-hourly", hourly, HOUR),))]
 
 
 def write_files(files: list[RuleFile], directory: Path) -> list[Path]:

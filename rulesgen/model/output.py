@@ -32,6 +32,9 @@ class Rule:
     # The catalog template's rendering it was built from, each threshold still at its place: which comparison
     # is against which threshold (an alert's before build_rules wraps it: covers, silences, the job's labels).
     template_expr: Marked | None = field(default=None, compare=False)
+    # What `rulesgen backfill` evaluates in place of expr when expr reads the rule's own past (a memory): a
+    # backfill evaluates each rule over the past at once, so it never sees its own output (engines/backfill.py).
+    backfill_expr: str | None = field(default=None, compare=False)
 
     @property
     def tree(self) -> promql_tree.Expr:

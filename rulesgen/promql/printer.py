@@ -119,15 +119,23 @@ def with_matchers(expr: Expr | str, extra: Callable[[Selector], Sequence[str]]) 
 
 def inline(expr: str, definitions: dict[str, str], step: str) -> str:
     """Replace recording-rule names by their expressions until none is left: `name[w]` becomes the
-    subquery `(expr)[w:step]`, a bare `name` becomes `(expr)`. For evaluators that cannot read the
-    output of other rules (backfill). Names with label matchers are not supported."""
+    subquery `(expr)[w:step]`, a bare `name` becomes `(expr)`, `name offset d` the value of `expr` at the
+    evaluation step d ago (`last_over_time((expr)[step:step] offset d)`), and an equality matcher on a
+    label `name{l="v"}` (or `!=`) keeps (drops) the series whose `l` is `v`. For evaluators that cannot
+    read the output of other rules (backfill). Regex matchers on a recording rule are not supported."""
     def put(s: Selector) -> str | None:
         if s.name not in definitions:
             return None
-        if s.matchers or s.offset is not None:
-            raise ValueError(f"cannot inline {s.name}{{...}}: label matchers or offset on a recording rule")
         body = to_text(definitions[s.name])
-        return f"({body})[{_duration(s.range)}:{step}]" if s.range is not None else f"({body})"
+        for label, op, value in s.matchers:
+            if op not in ("=", "!="):
+                raise ValueError(f"cannot inline {s.name}{{{label}{op}...}}: regex matchers on a recording rule")
+            keep = "and" if op == "=" else "unless"
+            body = f'({body}) {keep} on ({label}) label_replace(vector(1), "{label}", "{escape(value)}", "", "")'
+        offset = f" offset {_duration(s.offset)}" if s.offset else ""
+        if s.range is not None:
+            return f"({body})[{_duration(s.range)}:{step}]{offset}"
+        return f"last_over_time(({body})[{step}:{step}]{offset})" if offset else f"({body})"
     for _ in range(20):
         if not set(recorded_names(expr)) & set(definitions):
             return expr
