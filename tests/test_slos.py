@@ -261,6 +261,9 @@ def _node_lost_fleet(healthy: bool = False):
         series += _alert(node.format("n4"), steps, (lost, lost + 1), (lost + 1, back + 1))
     for a, _ in restarts:
         series += _alert(node.format("n2"), steps, (a, a + 1), None)
+    if not healthy:  # a second cause: GPU 3 of n1 drained for an hour on day 2 (no tier: 1 GPU of 32 is 6.25x for 1h)
+        series += _alert(f'alertname="GPUEccUncorrectable", {_gpu("c1", "n1", 3)}, failure_mode="ecc_uncorrectable", '
+                         'severity="critical", action="drain"', steps, None, (_h(30), _h(31)))
     if healthy:
         return steps, series, _quiet(steps, ("GPUCapacitySLOBurnPage", "GPUCapacitySLOBurnTicket")), [
             (steps, "sum_over_time(slo:gpu_capacity_bad:count[3d])", [({"cluster": "c1"}, 0)])]
@@ -271,14 +274,21 @@ def _node_lost_fleet(healthy: bool = False):
               (_h(67) + 7, "GPUCapacitySLOBurnPage", []),
               (_h(67), "GPUCapacitySLOBurnTicket", []), (_h(71), "GPUCapacitySLOBurnTicket", []),
               (_h(36), "GPUCapacitySLOBurnPage", []), (_h(36) + 1, "GPUCapacitySLOInputAbsent", [])]
-    # The budget split: the one cause (exporter_down), node (n4), model and driver (n4's, remembered while its GPUs
-    # are gone) spend all that is spent, n2 nothing.
-    whole = "round({} + on (cluster) group_left () slo:gpu_capacity_error_budget:remaining, 0.001)"
-    values = [(_h(72), whole.format(f"slo:gpu_capacity_error_budget:spent_by_{dim}"), [({"cluster": "c1", **labels}, 1)])
-              for dim, labels in (("failure_mode", {"failure_mode": "exporter_down"}), ("node", {"Hostname": "n4"}),
-                                  ("model", {"modelName": MODEL}), ("driver", {"driver": "560.35.03"}))]
-    # a node's exporter down interrupts no GPU: its hardware may be fine (report only: interruptions per 1,000 GPU-days)
-    values.append((steps, "sum_over_time(model:slo_gpu_capacity_interruptions:count[3d])", [({"cluster": "c1", "modelName": MODEL}, 0)]))
+    # The budget split: two causes (exporter_down on n4, whose driver is remembered while its GPUs are gone, and the
+    # drained GPU of n1) spend all that is spent, split by cause, node and driver, one model; n2 nothing.
+    whole = "round(sum by (cluster) ({}) + on (cluster) group_left () slo:gpu_capacity_error_budget:remaining, 0.001)"
+    spenders = "count by (cluster) (slo:gpu_capacity_error_budget:spent_by_{} > 0)"
+    values = [(_h(72), whole.format(f"slo:gpu_capacity_error_budget:spent_by_{dim}"), [({"cluster": "c1"}, 1)])
+              for dim in ("failure_mode", "node", "model", "driver")]
+    values += [(_h(72), spenders.format(dim), [({"cluster": "c1"}, n)]) for dim, n in
+               (("failure_mode", 2), ("node", 2), ("model", 1), ("driver", 2))]
+    # the exporter's hour spends 13 evaluations of 8 GPUs, the drained GPU 12 of 1
+    values.append((_h(72), 'round(slo:gpu_capacity_error_budget:spent_by_failure_mode{failure_mode="exporter_down"}'
+                           ' / on (cluster) slo:gpu_capacity_error_budget:spent_by_failure_mode{failure_mode="ecc_uncorrectable"}, 0.01)',
+                   [({"cluster": "c1"}, round(13 * 8 / 12, 2))]))
+    # a node's exporter down interrupts no GPU: its hardware may be fine; the drain does (report only: interruptions
+    # per 1,000 GPU-days)
+    values.append((steps, "sum_over_time(model:slo_gpu_capacity_interruptions:count[3d])", [({"cluster": "c1", "modelName": MODEL}, 1)]))
     return steps, series, checks, values
 
 
