@@ -1,0 +1,53 @@
+"""`rulesgen backfill`'s rule files from a render (engines/backfill.py), without a server: what the SLO history reads
+and what it refuses. tests/test_backfill.py runs them against real servers."""
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rulesgen.artifacts import plan
+from rulesgen.builders.slos import RULE_FILE
+from rulesgen.catalog import bundled_catalog_dir
+from rulesgen.engines import backfill as bf
+from rulesgen.model.output import Rule, RuleGroup, RuleSet
+from rulesgen.promql.tree import recorded_names
+
+
+def _rules(tmp_path: Path, config: str) -> RuleSet:
+    path = tmp_path / "rulesgen.yaml"
+    path.write_text(config)
+    return plan(bundled_catalog_dir(), path, None, False).rules
+
+
+def test_the_slo_history_is_every_hourly_sum_over_stored_series_only(tmp_path):
+    rules = _rules(tmp_path, "evaluation_interval: 30s\nslos:\n  gpu_capacity: {}\n  training_time: {}\n  job_success: {}\n")
+    (slo,) = bf.backfill_files(rules, 30, only="slos")
+    live = next(f for f in rules.files if f.path == RULE_FILE)
+    hourly = [r.record for g in live.groups if g.interval_seconds == bf.HOUR for r in g.rules]
+    slo_records = {r.record for g in live.groups for r in g.rules if r.record}
+    (group,) = slo.groups
+    assert group.interval_seconds == bf.HOUR and [r.record for r in group.rules] == hourly
+    for r in group.rules:
+        assert not set(recorded_names(r.expr)) & (slo_records - {r.record}), r.record  # every SLO record inlined
+        assert "[1h:30s]" in r.expr, r.record  # the hour's evaluations at the rules' own interval
+        assert r.expr.endswith(f"unless on () count_over_time({r.record}[2h] offset -1h)"), r.record
+    capacity = next(r.expr for r in group.rules if r.record == "slo:gpu_capacity_total:sum_1h")
+    assert "last_over_time(gpu:dcgm_reporting:timestamp[1d])" in capacity  # the inventory's backfill form
+    assert "gpu:slo_gpu_capacity:inventory" not in capacity
+
+
+def test_only_picks_a_history_and_says_what_is_missing(tmp_path):
+    rules = _rules(tmp_path, "slos:\n  gpu_capacity: {}\n")
+    assert [f.path for f in bf.backfill_files(rules, 60, only="baselines")] == ["backfill-hourly.yaml", bf.DAILY_FILE]
+    assert [f.path for f in bf.backfill_files(rules, 60)] == ["backfill-hourly.yaml", bf.DAILY_FILE, bf.SLO_FILE]
+    without = _rules(tmp_path, "evaluation_interval: 1m\n")
+    with pytest.raises(bf.BackfillError, match="no SLO rendered .rulesgen.yaml names none under slos:"):
+        bf.backfill_files(without, 60, only="slos")
+
+
+def test_a_memory_without_a_backfill_form_is_refused(tmp_path):
+    rules = _rules(tmp_path, "slos:\n  gpu_capacity: {}\n")
+    files = tuple(replace(f, groups=(RuleGroup("m", (Rule(record="a:b:c", expr="a:b:c offset 1m or vector(1)"),)),
+                                     *f.groups)) if f.path == RULE_FILE else f for f in rules.files)
+    with pytest.raises(bf.BackfillError, match="cannot backfill a:b:c: it reads its own past"):
+        bf.backfill_files(replace(rules, files=files), 60, only="slos")
