@@ -86,7 +86,7 @@ test-scenarios-all: $(STAMP) tools
 
 # The whole promtool 2.42 subset (make test runs one of its six scenarios): ~1 minute on 2 cores.
 test-2.42-all: $(STAMP) tools
-	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_engines.py::test_scenario_passes_on_promtool_2_42
+	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_engines.py::test_scenario_passes_on_promtool_2_42 tests/test_slos.py::test_slo_alerts_on_promtool_2_42
 
 # Every dialect cell on promtool (make test runs one per dialect): ~2 minutes on 2 cores.
 test-dialects-all: $(STAMP) tools
