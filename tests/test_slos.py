@@ -594,6 +594,29 @@ def test_slo_rules_replayed_over_a_synthetic_fleet(slo_render, tmp_path, request
     assert "templating error" not in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-4000:]
 
 
+def test_a_non_finite_step_costs_its_evaluation_not_the_window(slo_render, promtool, tmp_path):
+    """The training fleet's healthy twin, llm-b's rank exporting +Inf at 2h30m, NaN at 5h and -Inf at 6h40m (a
+    framework's float step gone wrong): each sample costs its one evaluation (the job unseen then, counted as a
+    restart when seen again: 3 x 8 GPU-minutes), and nothing fires. Read as a step, the +Inf would be every later
+    step's high-water for 6 hours: 360 evaluations of 8 GPUs re-doing steps, a ticket."""
+    steps, series, checks, _ = _training_restart_fleet(healthy=True)
+    for s in series:
+        if s["series"].startswith("training_step{") and 'pod="llm-b-worker-0"' in s["series"]:
+            values = s["values"].split()
+            for minute, bad in ((150, "+Inf"), (300, "NaN"), (400, "-Inf")):
+                values[minute] = bad
+            s["values"] = " ".join(values)
+    values = [(steps, "sum_over_time(slo:training_time_bad:count[12h])", [({"cluster": "c1"}, 24)]),
+              (steps, 'sum_over_time(slo:training_time_bad_by_reason:count{reason="restart"}[12h])',
+               [({"cluster": "c1", "reason": "restart"}, 24)])]
+    doc = _test_document(str(slo_render / "alerts/prometheus/slos.yaml"), lambda: (steps, series, checks, values),
+                         "promtool", 60)
+    path = tmp_path / "non-finite.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
 # Prometheus 2.42 (the oldest promised) reads ranges and the 5-minute lookback with their left end ([t - 30m, t]):
 # an input alert stays one evaluation longer and a window holds one more, so a tier passed by its last bad
 # evaluation holds two steps longer at these 5-minute steps. The fleets' alert checks hold there, that one moved;

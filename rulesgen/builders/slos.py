@@ -231,6 +231,13 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
     return Counts(rules, breakdowns, _absent_alert(slo, settings, n), by_mode, report, ("interruptions", "model_total"))
 
 
+def _finite(selector: str) -> str:
+    """The samples that are a step count: one +Inf would be every later step's high-water for HIGH_WATER_WINDOW
+    (all of it re-done), one NaN a job neither moving nor stalled. Without them the job is unseen at that
+    evaluation, and counted once, as a restart, when it is seen again."""
+    return f"{selector} >= 0 < Inf"
+
+
 def _training_time(slo: Slo, settings: Settings, workload: str, tensor: str | None, ghost_loss: bool) -> Counts:
     """Effective training time (ETTR): a job's GPU-minutes in which it advanced past every step it had
     reached before (its high-water), over its GPU-minutes in the fleet. Re-doing steps after a restart from
@@ -259,7 +266,7 @@ def _training_time(slo: Slo, settings: Settings, workload: str, tensor: str | No
                f'or label_replace({behind} * on ({job}) (1 - ({moved})) > 0, "reason", "stalled", "", "")\n'
                f'or label_replace({n["missed"]} * on ({job}) {n["gpus"]}, "reason", "restart", "", "")')
     rules = (
-        Rule(record=n["step"], expr=f"max by ({job}) ({ctx['step']})"),
+        Rule(record=n["step"], expr=f"max by ({job}) ({_finite(ctx['step'])})"),
         Rule(record=n["gpus"], expr=gpus),
         Rule(record=n["productive"], expr=productive),
         Rule(record=n["missed"], expr=missed),
@@ -271,7 +278,7 @@ def _training_time(slo: Slo, settings: Settings, workload: str, tensor: str | No
         Rule(record=n["bad"], expr=f"sum by ({group}) ({n['job_bad']})"),
         Rule(record=n["by_reason"], expr=f"sum by ({group}, reason) ({n['cause']})"),
         Rule(record=n["redo"], expr=f"{high_water} - {n['step']} > 0"),
-        Rule(record=n["at_risk"], expr=f"{n['step']} - max by ({job}) ({ctx['checkpoint_step']}) >= 0"),
+        Rule(record=n["at_risk"], expr=f"{n['step']} - max by ({job}) ({_finite(ctx['checkpoint_step'])}) >= 0"),
     )
     by_reason = Breakdown("reason", "by_reason", ("reason",))
     breakdowns = (by_reason, Breakdown("job", "job_bad", (settings.namespace_label, "workload")))
