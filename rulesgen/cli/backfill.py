@@ -55,6 +55,12 @@ def _backfill_plan(catalog, config, days, end, only):
     from ..engines import backfill as bf
     plan = plan_or_fail(catalog, config, None)
     files = _or_fail(lambda: bf.backfill_files(plan.rules, plan.settings.evaluation_interval, only))
+    if plan.settings.topology == "sharded" and any(f.path == bf.SLO_FILE for f in files):
+        error("the SLO history is counted from one server's series (ALERTS, gpu:dcgm_reporting:timestamp, the job "
+              "and kube-state-metrics series); with topology: sharded the global tier holds only the shards' "
+              "partial records, so it cannot be backfilled there (docs/slos.md, Backfill). Backfill the baselines "
+              "alone with --only baselines.")
+        sys.exit(1)
     windows = []  # how far back each history is read
     if any(f.path != bf.SLO_FILE for f in files):
         windows.append(plan.settings.baselines.window)
