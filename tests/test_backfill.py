@@ -227,6 +227,12 @@ def _notation(values: list, stale: bool = False) -> str:
     return " ".join(out)
 
 
+def _metric(text: str) -> dict[str, str]:
+    """A series in promtool's notation, `name{a="b", ...}`, as its labels with __name__."""
+    name = text.split("{")[0]
+    return {"__name__": name, **promql.label_set(text[len(name):].strip("{}"))}
+
+
 def _openmetrics(series: list[tuple[str, list]], start: int) -> str:
     lines, families = [], {}
     for text, values in series:
@@ -234,7 +240,7 @@ def _openmetrics(series: list[tuple[str, list]], start: int) -> str:
     for name, members in families.items():
         lines.append(f"# TYPE {name} gauge")
         for text, values in members:
-            labels = promql.label_set(text[len(name):].strip("{}"))
+            labels = {k: v for k, v in _metric(text).items() if k != "__name__"}
             flat = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
             lines += [f"{name}{flat} {v:g} {start + 60 * m}" for m, v in enumerate(values) if v is not None]
     return "\n".join(lines) + "\n# EOF\n"
@@ -259,25 +265,32 @@ def _live_hourly(promtool: str, rules: Path, series: list[tuple[str, list]], min
 
 
 @pytest.fixture(scope="module")
-def slo_config(tmp_path_factory) -> Path:
+def slo_rendered(tmp_path_factory) -> tuple[Path, Path]:
+    """test_slos' SLO config and its rendered SLO rule file."""
     from test_slos import SLO_CONFIG
     path = tmp_path_factory.mktemp("slo-backfill") / "rulesgen.yaml"
     path.write_text(SLO_CONFIG)
-    return path
+    result = run_cli("render", "--config", str(path), "--out", str(path.parent / "out"), "--no-scenario-tests")
+    assert result.returncode == 0, result.stderr
+    return path, path.parent / "out/alerts/prometheus/slos.yaml"
 
 
-def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path, promtool, prometheus_bin, slo_config):
+def _slo_case(promtool: str, rules: Path, workdir: Path, stale: bool = False):
+    """The fleets (_slo_inputs), what the live rules sum (_live_hourly), and the server's span: the data from a
+    midnight two days ago (inside any retention), the backfill's end on the hour after it."""
+    minutes, series = _slo_inputs()
+    hourly, live = _live_hourly(promtool, rules, series, minutes, workdir, stale)
+    start = int(time.time()) // DAY * DAY - 2 * DAY
+    return minutes, series, hourly, live, start, start + (minutes // 60 + 1) * HOUR
+
+
+def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path, promtool, prometheus_bin, slo_rendered):
     """The three SLOs' hourly sums, backfilled by `rulesgen backfill prometheus` from the series a server stored
     (the DCGM and job series, kube-state-metrics and rulesgen's ALERTS), equal what the live rules write over the
     same minutes, series by series and hour by hour; a second backfill over the same span writes nothing (the hours
     hold sums already, so no minute is counted twice)."""
-    minutes, series = _slo_inputs()
-    out = tmp_path / "out"
-    result = run_cli("render", "--config", str(slo_config), "--out", str(out), "--no-scenario-tests")
-    assert result.returncode == 0, result.stderr
-    hourly, live = _live_hourly(promtool, out / "alerts/prometheus/slos.yaml", series, minutes, tmp_path)
-    start = int(time.time()) // DAY * DAY - 2 * DAY
-    end = start + (minutes // 60 + 1) * HOUR
+    slo_config, rules = slo_rendered
+    minutes, series, hourly, live, start, end = _slo_case(promtool, rules, tmp_path)
     data, raw = tmp_path / "data", tmp_path / "raw.om"
     raw.write_text(_openmetrics(series, start))
     subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)], check=True, capture_output=True)
@@ -315,19 +328,13 @@ def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path
     assert sum(json.loads((b / "meta.json").read_text())["stats"].get("numSamples", 0) for b in again) == 0
 
 
-def test_backfill_writes_the_slos_hourly_sums_through_vmalert_replay(tmp_path, promtool, victoria_metrics, vmalert, slo_config):
+def test_backfill_writes_the_slos_hourly_sums_through_vmalert_replay(tmp_path, promtool, victoria_metrics, vmalert, slo_rendered):
     """The same on VictoriaMetrics: `rulesgen backfill victoriametrics` (vmalert replay) writes hourly sums that
     equal the live rules' over the same minutes; a second run writes nothing more."""
-    minutes, series = _slo_inputs()
-    out = tmp_path / "out"
-    result = run_cli("render", "--config", str(slo_config), "--out", str(out), "--no-scenario-tests")
-    assert result.returncode == 0, result.stderr
-    hourly, live = _live_hourly(promtool, out / "alerts/prometheus/slos.yaml", series, minutes, tmp_path, stale=True)
-    start = int(time.time()) // DAY * DAY - 2 * DAY
-    end = start + (minutes // 60 + 1) * HOUR
+    slo_config, rules = slo_rendered
+    minutes, series, hourly, live, start, end = _slo_case(promtool, rules, tmp_path, stale=True)
     with VictoriaMetrics(victoria_metrics) as vm:
-        vm.import_samples([({"__name__": text.split("{")[0], **promql.label_set(text[len(text.split("{")[0]):].strip("{}"))},
-                            [((start + 60 * m) * 1000, v) for m, v in enumerate(values) if v is not None])
+        vm.import_samples([(_metric(text), [((start + 60 * m) * 1000, v) for m, v in enumerate(values) if v is not None])
                            for text, values in series])
         vm.flush()
 

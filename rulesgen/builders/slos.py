@@ -180,10 +180,11 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
         kept.append(f'and on ({ident}) group by ({ident}) (ALERTS{{failure_mode="{LOST_GPU}"}})')
     if DOWN_NODE in modes:
         kept.append(f'and on ({node}) group by ({node}) (ALERTS{{failure_mode="{DOWN_NODE}"}})')
-    memory = f"last_over_time({n['inventory']}[10m] offset 1s)"
-    inventory = f"group by ({gpu}) ({reporting})" + "".join(f"\nor (\n  {memory}\n    {k}\n)" for k in kept)
-    seen = f"group by ({gpu}) (last_over_time({reporting}[{format_duration(BACKFILL_MEMORY)}]))"
-    inventory_backfill = f"group by ({gpu}) ({reporting})" + "".join(f"\nor (\n  {seen}\n    {k}\n)" for k in kept)
+    def reporting_or_kept(held: str) -> str:
+        """The reporting GPUs, and those of `held` while an alert names them (kept)."""
+        return f"group by ({gpu}) ({reporting})" + "".join(f"\nor (\n  {held}\n    {k}\n)" for k in kept)
+    inventory = reporting_or_kept(f"last_over_time({n['inventory']}[10m] offset 1s)")
+    inventory_backfill = reporting_or_kept(f"group by ({gpu}) (last_over_time({reporting}[{format_duration(BACKFILL_MEMORY)}]))")
     cause = (f'group by ({ident}, failure_mode) (ALERTS{{alertstate="firing", action="drain"}})\n'
              f"  * on ({ident}) group_left ({_extra(settings.gpu_labels, settings.gpu_identity)}) {n['inventory']}")
     if DOWN_NODE in modes:
@@ -205,14 +206,17 @@ def _gpu_capacity(slo: Slo, settings: Settings, modes: set[str], reporting: str,
     breakdowns = (by_mode, Breakdown("node", "by_node", (settings.host_label,)), Breakdown("model", "by_model", ("modelName",)))
     if driver is not None:
         # A GPU's driver, remembered while the GPU stays in the inventory after it stops reporting (lost GPUs).
-        now = f"group by ({ident}, driver) (\n  {n['inventory']}\n  * on ({by((settings.cluster_label, 'UUID'))}) group_left (driver) {driver}\n)"
-        remembered = (f"{n['driver_now']}\nor (\n  group by ({ident}, driver) (\n    {n['inventory']}\n"
-                      f"    * on ({by((settings.cluster_label, 'UUID'))}) group_left (driver) {driver_remembered}\n  )\n"
-                      f"  unless on ({ident}) {n['driver_now']}\n)")
+        per_uuid = by((settings.cluster_label, "UUID"))
+        now = f"group by ({ident}, driver) (\n  {n['inventory']}\n  * on ({per_uuid}) group_left (driver) {driver}\n)"
+
+        def reported_or(held: str) -> str:
+            """The driver each GPU reports now, else the one `held` for it."""
+            return f"{n['driver_now']}\nor (\n  {held}\n    unless on ({ident}) {n['driver_now']}\n)"
         rules += (Rule(record=n["driver_now"], expr=now),
-                  Rule(record=n["driver"], expr=f"{n['driver_now']}\nor (\n  last_over_time({n['driver']}[10m] offset 1s)\n"
-                                                 f"    and on ({ident}) {n['inventory']}\n    unless on ({ident}) {n['driver_now']}\n)",
-                       backfill_expr=remembered),
+                  Rule(record=n["driver"],
+                       expr=reported_or(f"last_over_time({n['driver']}[10m] offset 1s)\n    and on ({ident}) {n['inventory']}"),
+                       backfill_expr=reported_or(f"group by ({ident}, driver) (\n    {n['inventory']}\n"
+                                                 f"    * on ({per_uuid}) group_left (driver) {driver_remembered}\n  )")),
                   Rule(record=n["by_driver"], expr=f"count by ({by(dict.fromkeys((*slo.group_by, 'driver')))}) (\n"
                                                    f"  {bad_gpus}\n  * on ({ident}) group_left (driver) {n['driver']}\n)"))
         breakdowns += (Breakdown("driver", "by_driver", ("driver",)),)

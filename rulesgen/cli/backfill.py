@@ -55,25 +55,22 @@ def _backfill_plan(catalog, config, days, end, only):
     from ..engines import backfill as bf
     plan = plan_or_fail(catalog, config, None)
     files = _or_fail(lambda: bf.backfill_files(plan.rules, plan.settings.evaluation_interval, only))
-    if plan.settings.topology == "sharded" and any(f.path == bf.SLO_FILE for f in files):
-        error("the SLO history is counted from one server's series (ALERTS, gpu:dcgm_reporting:timestamp, the job "
+    has_slos = any(f.path == bf.SLO_FILE for f in files)
+    has_baselines = any(f.path != bf.SLO_FILE for f in files)
+    if plan.settings.topology == "sharded" and has_slos:
+        error(f"the SLO history is counted from one server's series (ALERTS, {plan.catalog.named('reporting')}, the job "
               "and kube-state-metrics series); with topology: sharded the global tier holds only the shards' "
               "partial records, so it cannot be backfilled there (docs/slos.md, Backfill). Backfill the baselines "
               "alone with --only baselines.")
         sys.exit(1)
-    windows = []  # how far back each history is read
-    if any(f.path != bf.SLO_FILE for f in files):
-        windows.append(plan.settings.baselines.window)
-    if any(f.path == bf.SLO_FILE for f in files):
-        windows += [s.period for s in active_slos(plan.catalog, plan.settings)]
-    span = bf.Span.of(days or -(-max(windows) // bf.DAY), _time(end))
-    return bf, span, files
-
-
-def _what(bf, files) -> str:
-    kinds = [k for k, here in (("baseline", any(f.path != bf.SLO_FILE for f in files)),
-                               ("SLO", any(f.path == bf.SLO_FILE for f in files))) if here]
-    return " and ".join(kinds)
+    # how far back each history is read, by what it is called
+    windows = {}
+    if has_baselines:
+        windows["baseline"] = [plan.settings.baselines.window]
+    if has_slos:
+        windows["SLO"] = [s.period for s in active_slos(plan.catalog, plan.settings)]
+    span = bf.Span.of(days or -(-max(w for ws in windows.values() for w in ws) // bf.DAY), _time(end))
+    return bf, span, files, " and ".join(windows)
 
 
 def _or_fail(step):
@@ -99,10 +96,10 @@ def _progress(progress: bool | None, quiet: bool):
 def backfill_prometheus(url, days, only, end, catalog, config, progress, quiet, output_dir):
     """TSDB blocks via `promtool tsdb create-blocks-from rules`; move them into the data directory."""
     from ..engines.tools import find_tool
-    bf, span, files = _backfill_plan(catalog, config, days, end, only)
+    bf, span, files, what = _backfill_plan(catalog, config, days, end, only)
     report = _progress(progress, quiet)
     _or_fail(lambda: bf.prometheus(files, url, span, Path(output_dir), find_tool("promtool"), report))
-    click.echo(f"{_what(bf, files)} history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
+    click.echo(f"{what} history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {output_dir}/.\n"
                f"Move the block directories into Prometheus' data directory (--storage.tsdb.path); it loads them "
                f"within a minute (retention must cover {(span.end - span.start) // bf.DAY} days).")
 
@@ -113,7 +110,7 @@ def backfill_prometheus(url, days, only, end, catalog, config, progress, quiet, 
 def backfill_victoriametrics(url, days, only, end, catalog, config, progress, quiet, write_url):
     """vmalert replay: reads raw samples from --url, writes the history back with remote write."""
     from ..engines.tools import find_tool
-    bf, span, files = _backfill_plan(catalog, config, days, end, only)
+    bf, span, files, what = _backfill_plan(catalog, config, days, end, only)
     report = _progress(progress, quiet)
     _or_fail(lambda: bf.victoriametrics(files, url, span, find_tool("vmalert"), write_url, report))
-    click.echo(f"{_what(bf, files)} history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")
+    click.echo(f"{what} history {rfc3339(span.start)} .. {rfc3339(span.end)} written to {write_url or url}.")
