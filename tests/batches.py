@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+import live_rules
 from rulesgen.durations import parse_duration
 from rulesgen.promql.text import escape, label_set
 
@@ -165,19 +166,18 @@ def per_batch(paths, job: Callable[[Batch], dict]) -> dict[Batch, Callable[[], d
 
 
 def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Batch, Callable[[], dict]]:
-    """{stems of a batch: job}: each job runs the batch through run(path) (a result whose first item is the
-    return code) and returns {stem: result}: the batch's result for each when it passed, else each file's
-    own run."""
+    """{stems of a batch: job}: each job runs the batch (one file or several merged) through run(path), on the
+    rules live on its input (tests/live_rules.py), and returns {stem: result} (a result whose first item is
+    the return code): the batch's result for each when it passed, else each file's own run, as written."""
     def job(batch: list[Path]) -> dict:
-        if len(batch) > 1:
-            docs = [load(p) for p in batch]
-            folder = Path(tempfile.mkdtemp(prefix="rulesgen-batch-"))  # not beside the files: a render stays as written
-            path = folder / f"{batch[0].stem}.yaml"
-            path.write_text(json.dumps(merged(docs, label)))
-            together = run(path)
-            if together[0] == 0:
-                shutil.rmtree(folder)
-                return {p.stem: together for p in batch}
-            path.with_suffix(".failed").write_text(str(together[1]))  # kept: what the batch said
+        docs = [load(p) for p in batch]
+        folder = Path(tempfile.mkdtemp(prefix="rulesgen-batch-"))  # not beside the files: a render stays as written
+        path = folder / f"{batch[0].stem}.yaml"
+        path.write_text(json.dumps(live_rules.pruned(merged(docs, label) if len(docs) > 1 else docs[0], folder)))
+        together = run(path)
+        if together[0] == 0:
+            shutil.rmtree(folder)
+            return {p.stem: together for p in batch}
+        path.with_suffix(".failed").write_text(str(together[1]))  # kept: what the batch said
         return {p.stem: run(p) for p in batch}
     return {Batch(p.stem for p in batch): (lambda batch=batch: job(batch)) for batch in plan([Path(p) for p in paths])}

@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 
 import batches
+import live_rules
 from rulesgen.builders.rules import RULE_FILES
 from rulesgen.promql.text import label_set
 from rulesgen.load.scenarios import STALE, Scenario, expand
@@ -248,12 +249,15 @@ def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path,
     return _run(promtool, doc, workdir, "single")
 
 
-def _run(promtool: str, doc: dict, workdir: Path, name: str) -> tuple[Run, tuple[str, ...]]:
+def _run(promtool: str, doc: dict, workdir: Path, name: str, prune: bool = True) -> tuple[Run, tuple[str, ...]]:
     """promtool on one test document: the samples its listings got, and every other failure it reported
-    (each failure in promtool's FAILED section that is not a listing). JSON is YAML to promtool, and Python
-    writes it a hundred times faster."""
+    (each failure in promtool's FAILED section that is not a listing), over the rules live on its input
+    (tests/live_rules.py: the others write nothing; prune=False: every rule). JSON is YAML to promtool, and Python writes it a hundred
+    times faster."""
+    folder = workdir / f"{name}-live-rules"
+    folder.mkdir(exist_ok=True)
     path = workdir / f"{name}.yaml"
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(live_rules.pruned(doc, folder) if prune else doc))
     proc = subprocess.run([promtool, "test", "rules", str(path)], cwd=workdir,
                           capture_output=True, text=True, timeout=3600, env={"GOGC": "800", "GOMAXPROCS": "1", "PATH": "/usr/bin:/bin"})
     out = proc.stdout + proc.stderr

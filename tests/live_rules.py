@@ -1,0 +1,123 @@
+"""The rules that can write anything in a replay, so a replay evaluates those alone.
+
+Both engines pay for every rule at every evaluation step, whatever the data: promtool parses and runs each
+rule's query at each step, vmalert-tool sends each as a query to its own storage. A fault scenario carries only
+the series its failure modes read (fixtures/README.md), so most of the rules read series it does not have:
+they write nothing at every step, and only cost time (measured on exporter-down, 3 input names, 25 of 128 rules
+live: promtool 43 -> 10.5 s, vmalert-tool 53 -> 33 s).
+
+A rule is live when its expression can return a sample given the names a replay holds: its input series' names
+and the outputs of live rules (ALERTS: of live alerts), to a fixed point. An expression returns nothing when a
+selector matches no name it could read, and emptiness flows as both engines define it: a function or an
+aggregation of nothing is nothing, `a and b` and every arithmetic or comparison between two vectors needs both,
+`a or b` either, `a unless b` its left side; `absent()`, `vector()` and the scalar functions always return.
+Anything the walk does not know is live. Leaving out a rule that writes nothing changes no other rule's input,
+so a replay of the live rules writes the same series and alerts at every step as a replay of all of them
+(tests/test_live_rules.py holds that on the engines); the normal scenarios, which carry every field, still
+replay every rule.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import promql_parser as pp
+import yaml
+
+from rulesgen.promql.text import label_set
+from rulesgen.promql.tree import PromQLSyntaxError, parse, selector_from
+
+ALERT_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
+ALWAYS = frozenset({"absent", "absent_over_time", "vector", "scalar", "time", "pi"})  # return something whatever they read
+_NAME = re.compile(r"\s*([A-Za-z_:][A-Za-z0-9_:]*)")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def series_name(text: str) -> str:
+    """The metric name of a series in promtool's notation (`name{...}` or `{__name__="name", ...}`)."""
+    m = _NAME.match(text)
+    return m.group(1) if m else label_set(text[text.index("{"):]).get("__name__", "")
+
+
+def _selects(matchers, name: str) -> bool:
+    for label, op, value in matchers:
+        if label == "__name__":
+            hit = (name == value) if op in ("=", "!=") else re.fullmatch(value, name) is not None
+            if hit != (op in ("=", "=~")):
+                return False
+    return True
+
+
+def returns(e: pp.Expr, names: set[str], alerts: set[str]) -> bool:
+    """Whether e can return a sample when the engine holds series of these names only, and these alerts."""
+    if isinstance(e, pp.VectorSelector):
+        s = selector_from(e)
+        matchers = s.matchers + ((("__name__", "=", s.name),) if s.name else ())
+        if any(_selects(matchers, n) for n in names):
+            return True
+        if alerts and any(_selects(matchers, n) for n in ALERT_SERIES):
+            named = [v for label, op, v in s.matchers if label == "alertname" and op == "="]
+            return not named or named[0] in alerts
+        return False
+    if isinstance(e, pp.MatrixSelector):
+        return returns(e.vector_selector, names, alerts)
+    if isinstance(e, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr)):
+        return returns(e.expr, names, alerts)
+    if isinstance(e, pp.AggregateExpr):
+        return returns(e.expr, names, alerts)
+    if isinstance(e, pp.Call):
+        return e.func.name in ALWAYS or all(returns(a, names, alerts) for a in e.args)
+    if isinstance(e, pp.BinaryExpr):
+        op = str(e.op)
+        if op == "or":
+            return returns(e.lhs, names, alerts) or returns(e.rhs, names, alerts)
+        if op == "unless":
+            return returns(e.lhs, names, alerts)
+        return returns(e.lhs, names, alerts) and returns(e.rhs, names, alerts)
+    return True  # a number, a string, or a node this walk does not know
+
+
+def live(rules: list[dict], names: set[str]) -> list[bool]:
+    """For each rule (a rule file's dict, in any order), whether it can write anything over input series of
+    these names. A rule that does not parse is live."""
+    held, alerts = set(names), set()
+    out = [False] * len(rules)
+    changed = True
+    while changed:
+        changed = False
+        for i, rule in enumerate(rules):
+            if out[i]:
+                continue
+            try:
+                out[i] = returns(parse(str(rule["expr"])), held, alerts)
+            except PromQLSyntaxError:
+                out[i] = True
+            if out[i]:
+                changed = True
+                (alerts if "alert" in rule else held).add(rule.get("alert") or rule["record"])
+    return out
+
+
+def pruned(doc: dict, folder: Path) -> dict:
+    """The test document (rule files absolute: batches.load) replaying only the rules live over its input
+    series: a copy of each rule file in `folder` without the others (and without a group or a file left
+    empty; `group_eval_order` keeps the groups left, in order)."""
+    names = {series_name(s["series"]) for test in doc["tests"] for s in test["input_series"]}
+    files = [yaml.load(Path(f).read_text(), Loader=_LOADER) or {} for f in doc["rule_files"]]
+    rules = [r for f in files for g in f.get("groups") or [] for r in g["rules"]]
+    keep = {id(r) for r, ok in zip(rules, live(rules, names)) if ok}
+    paths, kept_groups = [], set()
+    for k, f in enumerate(files):
+        groups = [{**g, "rules": [r for r in g["rules"] if id(r) in keep]} for g in f.get("groups") or []]
+        groups = [g for g in groups if g["rules"]]
+        if groups:  # a file left empty is left out (vmalert refuses a file without groups)
+            kept_groups.update(g["name"] for g in groups)
+            path = Path(folder) / f"live-{k}-{Path(doc['rule_files'][k]).name}"
+            path.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+            paths.append(str(path))
+    if not paths:
+        return doc
+    out = {**doc, "rule_files": paths}
+    if doc.get("group_eval_order"):
+        out["group_eval_order"] = [g for g in doc["group_eval_order"] if g in kept_groups]
+    return out
