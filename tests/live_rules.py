@@ -24,19 +24,17 @@ from pathlib import Path
 import promql_parser as pp
 import yaml
 
-from rulesgen.promql.text import label_set
+from rulesgen.promql.graph import ALERT_SERIES
+from rulesgen.promql.text import series_labels
 from rulesgen.promql.tree import PromQLSyntaxError, parse, selector_from
 
-ALERT_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
 ALWAYS = frozenset({"absent", "absent_over_time", "vector", "scalar", "time", "pi"})  # return something whatever they read
-_NAME = re.compile(r"\s*([A-Za-z_:][A-Za-z0-9_:]*)")
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def series_name(text: str) -> str:
     """The metric name of a series in promtool's notation (`name{...}` or `{__name__="name", ...}`)."""
-    m = _NAME.match(text)
-    return m.group(1) if m else label_set(text[text.index("{"):]).get("__name__", "")
+    return text.partition("{")[0].strip() or series_labels(text).get("__name__", "")
 
 
 def _selects(matchers, name: str) -> bool:
