@@ -252,8 +252,8 @@ def replay_test(promtool: str, test, scenario: Scenario, files, workdir: Path,
 def _run(promtool: str, doc: dict, workdir: Path, name: str, prune: bool = True) -> tuple[Run, tuple[str, ...]]:
     """promtool on one test document: the samples its listings got, and every other failure it reported
     (each failure in promtool's FAILED section that is not a listing), over the rules live on its input
-    (tests/live_rules.py: the others write nothing; prune=False: every rule). JSON is YAML to promtool, and Python writes it a hundred
-    times faster."""
+    (tests/live_rules.py: the others write nothing; prune=False: every rule). JSON is YAML to promtool, and
+    Python writes it a hundred times faster."""
     folder = workdir / f"{name}-live-rules"
     folder.mkdir(exist_ok=True)
     path = workdir / f"{name}.yaml"
