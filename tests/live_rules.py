@@ -18,7 +18,6 @@ replay every rule.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import promql_parser as pp
@@ -26,7 +25,7 @@ import yaml
 
 from rulesgen.promql.graph import ALERT_SERIES
 from rulesgen.promql.text import series_labels
-from rulesgen.promql.tree import PromQLSyntaxError, parse, selector_from
+from rulesgen.promql.tree import PromQLSyntaxError, Selector, parse, selector_from
 
 ALWAYS = frozenset({"absent", "absent_over_time", "vector", "scalar", "time", "pi"})  # return something whatever they read
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,31 +36,23 @@ def series_name(text: str) -> str:
     return text.partition("{")[0].strip() or series_labels(text).get("__name__", "")
 
 
-def _selects(matchers, name: str) -> bool:
-    for label, op, value in matchers:
-        if label == "__name__":
-            hit = (name == value) if op in ("=", "!=") else re.fullmatch(value, name) is not None
-            if hit != (op in ("=", "=~")):
-                return False
-    return True
+def _selects(s: Selector, name: str) -> bool:
+    return s.name in (None, name) and s.may_select({"__name__": name})
 
 
 def returns(e: pp.Expr, names: set[str], alerts: set[str]) -> bool:
     """Whether e can return a sample when the engine holds series of these names only, and these alerts."""
     if isinstance(e, pp.VectorSelector):
         s = selector_from(e)
-        matchers = s.matchers + ((("__name__", "=", s.name),) if s.name else ())
-        if any(_selects(matchers, n) for n in names):
+        if any(_selects(s, n) for n in names):
             return True
-        if alerts and any(_selects(matchers, n) for n in ALERT_SERIES):
+        if alerts and any(_selects(s, n) for n in ALERT_SERIES):
             named = [v for label, op, v in s.matchers if label == "alertname" and op == "="]
             return not named or named[0] in alerts
         return False
     if isinstance(e, pp.MatrixSelector):
         return returns(e.vector_selector, names, alerts)
-    if isinstance(e, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr)):
-        return returns(e.expr, names, alerts)
-    if isinstance(e, pp.AggregateExpr):
+    if isinstance(e, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr, pp.AggregateExpr)):  # an aggregation's parameter is a scalar
         return returns(e.expr, names, alerts)
     if isinstance(e, pp.Call):
         return e.func.name in ALWAYS or all(returns(a, names, alerts) for a in e.args)
