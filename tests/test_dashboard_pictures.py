@@ -23,8 +23,8 @@ import dashboard_drawing as drawing  # noqa: E402
 import dashboard_pictures as pictures  # noqa: E402
 
 DOCS = ROOT / "docs" / "dashboards.md"
-FAULTS = {e["failure_mode"] for e in yaml.safe_load(
-    (ROOT / "fixtures" / "scenarios" / f"{pictures.SCENARIO}.yaml").read_text())["expect"]}
+FAULTS = {e["failure_mode"] for e in yaml.load(  # libyaml: read at every collection (0.05 s, not 0.5)
+    (ROOT / "fixtures" / "scenarios" / f"{pictures.SCENARIO}.yaml").read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["expect"]}
 
 
 @pytest.fixture(scope="module")
