@@ -10,13 +10,6 @@ import math
 import re
 import textwrap
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-from matplotlib.patches import FancyBboxPatch, Wedge  # noqa: E402
-
 WIDTH_IN, UNIT_IN, DPI = 18.0, 0.25, 80  # the figure's width, the height of one grid unit (Grafana: 30 px): 1440 px, 20 px
 COLORS = ("#7eb26d", "#eab839", "#6ed0e0", "#ef843c", "#e24d42", "#1f78c1", "#ba43a9", "#705da0", "#508642",
           "#cca300", "#447ebc", "#c15c17")
@@ -70,8 +63,18 @@ def layout(dashboard: dict, opened: set[int]) -> list[tuple[dict, int]]:
     return out
 
 
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported when a picture is drawn: the tests import this module
+    at every collection, and matplotlib takes longer to import than they take to read it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def draw_dashboard(dashboard: dict, opened: set[int], answers: list, scenario, out) -> None:
     """dashboard's picture at out: answers (scripts/dashboard_pictures.Answer) fill its panels."""
+    plt = _pyplot()
     placed = layout(dashboard, opened)
     height = max(y + p["gridPos"]["h"] for p, y in placed) + 3
     fig = plt.figure(figsize=(WIDTH_IN, height * UNIT_IN), dpi=DPI)
@@ -108,10 +111,12 @@ def _row(fig, p: dict, box, opened: bool) -> None:
     count = f"   ({n} panel{'' if n == 1 else 's'}, collapsed)" if p.get("collapsed") and not opened else ""
     fig.text(left, bottom + h / 2, f"{marker} {p['title']}{count}", fontsize=11, weight="bold", va="center",
              color="#1f60c4" if p.get("collapsed") and not opened else "#222")
-    fig.add_artist(plt.Line2D([left, left + width], [bottom, bottom], color="#ccc", linewidth=0.8))
+    from matplotlib.lines import Line2D
+    fig.add_artist(Line2D([left, left + width], [bottom, bottom], color="#ccc", linewidth=0.8))
 
 
 def _frame(fig, p: dict, box):
+    from matplotlib.patches import FancyBboxPatch
     left, bottom, width, h = box
     fig.add_artist(FancyBboxPatch((left, bottom), width, h, boxstyle="square,pad=0", facecolor="white",
                                   edgecolor="#d0d0d0", linewidth=0.8, transform=fig.transFigure, zorder=-1))
@@ -148,6 +153,7 @@ def _thresholds(p: dict) -> list[tuple[float, str]]:
 
 
 def _timeseries(ax, p: dict, got: list, scenario) -> None:
+    from matplotlib.ticker import FuncFormatter
     unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "short")
     legends = {t["refId"]: t.get("legendFormat", "") for t in p.get("targets", [])}
     dashed = {o["matcher"]["options"] for o in p.get("fieldConfig", {}).get("overrides", [])
@@ -161,8 +167,8 @@ def _timeseries(ax, p: dict, got: list, scenario) -> None:
         ax.axhline(value, color=THRESHOLD_COLORS.get(color, color), linestyle="--", linewidth=1)
     ax.set_xlim(0, scenario.duration / 3600)
     ax.tick_params(labelsize=7)
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt(v, unit)))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.0f}h"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v, unit)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}h"))
     ax.grid(alpha=0.25)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -196,6 +202,7 @@ def _stat(ax, p: dict, got: list, scenario) -> None:
 
 
 def _gauge(ax, p: dict, got: list, scenario) -> None:
+    from matplotlib.patches import Wedge
     ax.axis("off")
     ax.set_xlim(-1.3, 1.3)
     ax.set_ylim(-0.5, 1.2)
