@@ -24,15 +24,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
 
 import live_rules
 from rulesgen.durations import parse_duration
 from rulesgen.promql.text import escape, label_set
+from rulesgen.render import yamltext
 
 TAG = "~rulesgen-batch-"  # literal in a regex too (no character RE2 or PromQL strings escape)
 _ALERTS = re.compile(r"ALERTS\{([^{}]*)\}")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A batch stops growing at this many scenarios or input samples: a failed batch replays its files one by
 # one, the engines' memory grows with the data (promtool held 1.4 GB for a 9-day scenario alone), and
 # vmalert-tool sends every input in one remote write, refused past 32 MB uncompressed (measured: 2,136
@@ -57,7 +56,7 @@ def untag(labels: dict, label: str = "cluster") -> tuple[int | None, dict]:
 
 def load(path: Path) -> dict:
     """A test document with its rule files made absolute, so it runs from anywhere (a batch's temp folder)."""
-    doc = yaml.load(Path(path).read_text(), Loader=_LOADER)
+    doc = yamltext.load(Path(path).read_text())
     return {**doc, "rule_files": [str((Path(path).parent / f).resolve()) for f in doc["rule_files"]]}
 
 
@@ -121,7 +120,7 @@ def _cut(items, key: Callable, length: Callable) -> list[list]:
 def plan(paths: list[Path]) -> list[list[Path]]:
     """The files in batches: those that can share a run (_key), by length then size, cut at MAX_SCENARIOS
     or MAX_SAMPLES; the largest batches first."""
-    docs = {p: yaml.load(Path(p).read_text(), Loader=_LOADER) for p in paths}
+    docs = {p: yamltext.load(Path(p).read_text()) for p in paths}
 
     def length(p):
         (test,) = docs[p]["tests"]

@@ -22,14 +22,13 @@ import json
 from pathlib import Path
 
 import promql_parser as pp
-import yaml
 
 from rulesgen.promql.graph import ALERT_SERIES
 from rulesgen.promql.text import series_labels
 from rulesgen.promql.tree import PromQLSyntaxError, Selector, parse, selector_from
+from rulesgen.render import yamltext
 
 ALWAYS = frozenset({"absent", "absent_over_time", "vector", "scalar", "time", "pi"})  # return something whatever they read
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def series_name(text: str) -> str:
@@ -93,7 +92,7 @@ def pruned(doc: dict, folder: Path) -> dict:
     series: a copy of each rule file in `folder` without the others (and without a group or a file left
     empty; `group_eval_order` keeps the groups left, in order)."""
     names = {series_name(s["series"]) for test in doc["tests"] for s in test["input_series"]}
-    files = [yaml.load(Path(f).read_text(), Loader=_LOADER) or {} for f in doc["rule_files"]]
+    files = [yamltext.load(Path(f).read_text()) or {} for f in doc["rule_files"]]
     rules = [r for f in files for g in f.get("groups") or [] for r in g["rules"]]
     keep = {id(r) for r, ok in zip(rules, live(rules, names)) if ok}
     paths, kept_groups = [], set()

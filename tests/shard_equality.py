@@ -195,9 +195,13 @@ class Run:
     """Every sample the rules (and inputs) hold after a replay: {(name, labels)}: {t_seconds: value}."""
     samples: dict[tuple[str, tuple[tuple[str, str], ...]], dict[int, float]] = field(default_factory=dict)
 
+    @staticmethod
+    def key(labels: dict[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """A series' key in samples: (its name, its other labels sorted)."""
+        return labels.get("__name__", ""), tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
+
     def add(self, labels: dict[str, str], t: int, value: float) -> None:
-        name = labels.pop("__name__", "")
-        self.samples.setdefault((name, tuple(sorted(labels.items()))), {})[t] = value
+        self.samples.setdefault(self.key(labels), {})[t] = value
 
 
 AT = "rulesgen_at"
@@ -282,8 +286,7 @@ def _run(promtool: str, doc: dict, workdir: Path, name: str, prune: bool = True)
                     at = _AT_PAIR.search(text)
                     rest = text[:at.start()] + text[at.end():]
                     if (key := series.get(rest)) is None:
-                        labels = label_set(rest)
-                        key = series[rest] = (labels.pop("__name__", ""), tuple(sorted(labels.items())))
+                        key = series[rest] = Run.key(label_set(rest))
                     run.samples.setdefault(key, {})[int(at.group(1))] = float(value)
     return run, tuple(failures)
 
