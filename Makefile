@@ -67,11 +67,12 @@ test-package: $(STAMP) tools
 # multi-node scenario (tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the
 # global tier), the SLO rules over their synthetic fleets (tests/test_slos.py: records and alerts), the regrouped
 # files against the unsplit ones, one shard plus the global tier, the live rules against every rule
-# (tests/test_live_rules.py: every replay evaluates only the rules live on its input). make test runs
+# (tests/test_live_rules.py: every replay evaluates only the rules live on its input), the SLOs' backfilled
+# hourly sums against the live rules' (tests/test_backfill.py). make test runs
 # none of them; a quicker loop: pytest -m sharding_quick tests/test_sharding.py. The one-server replay of a
 # scenario is its own promtool test: make test-scenarios-all REPLAY=rest-not-sharded leaves those to this target.
 test-sharding: $(STAMP) tools
-	$(PYTEST) $(XDIST) -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py tests/test_slos.py tests/test_live_rules.py
+	$(PYTEST) $(XDIST) -q -m equality tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py tests/test_slos.py tests/test_live_rules.py tests/test_backfill.py
 
 # An interrupt after every rename of a render's commit phase (make test interrupts a spread of them): ~30 s.
 test-interrupts-all: $(STAMP)

@@ -7,7 +7,7 @@ they write nothing at every step, and only cost time (measured on exporter-down,
 live: promtool 43 -> 10.5 s, vmalert-tool 53 -> 33 s).
 
 A rule is live when its expression can return a sample given the names a replay holds: its input series' names
-and the outputs of live rules (ALERTS: of live alerts), to a fixed point. An expression returns nothing when a
+and the outputs of live rules (ALERTS: of the live alerts its matchers can select), to a fixed point. An expression returns nothing when a
 selector matches no name it could read, and emptiness flows as both engines define it: a function or an
 aggregation of nothing is nothing, `a and b` and every arithmetic or comparison between two vectors needs both,
 `a or b` either, `a unless b` its left side; `absent()`, `vector()` and the scalar functions always return.
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import promql_parser as pp
 
-from rulesgen.promql.graph import ALERT_SERIES
+from rulesgen.promql.graph import ALERT_SERIES, known_alert_labels
 from rulesgen.promql.text import series_labels
 from rulesgen.promql.tree import PromQLSyntaxError, Selector, parse, selector_from
 from rulesgen.render import yamltext
@@ -40,16 +41,14 @@ def _selects(s: Selector, name: str) -> bool:
     return s.name in (None, name) and s.may_select({"__name__": name})
 
 
-def returns(e: pp.Expr, names: set[str], alerts: set[str]) -> bool:
-    """Whether e can return a sample when the engine holds series of these names only, and these alerts."""
+def returns(e: pp.Expr, names: set[str], alerts: list[dict[str, str]]) -> bool:
+    """Whether e can return a sample when the engine holds series of these names only, and alerts of these
+    rules (each the labels its ALERTS carry whatever its expression gives: graph.known_alert_labels)."""
     if isinstance(e, pp.VectorSelector):
         s = selector_from(e)
         if any(_selects(s, n) for n in names):
             return True
-        if alerts and any(_selects(s, n) for n in ALERT_SERIES):
-            named = [v for label, op, v in s.matchers if label == "alertname" and op == "="]
-            return not named or named[0] in alerts
-        return False
+        return any(_selects(s, n) for n in ALERT_SERIES) and any(s.may_select(labels) for labels in alerts)
     if isinstance(e, pp.MatrixSelector):
         return returns(e.vector_selector, names, alerts)
     if isinstance(e, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr, pp.AggregateExpr)):  # an aggregation's parameter is a scalar
@@ -69,7 +68,7 @@ def returns(e: pp.Expr, names: set[str], alerts: set[str]) -> bool:
 def live(rules: list[dict], names: set[str]) -> list[bool]:
     """For each rule (a rule file's dict, in any order), whether it can write anything over input series of
     these names. A rule that does not parse is live."""
-    held, alerts = set(names), set()
+    held, alerts = set(names), []
     out = [False] * len(rules)
     changed = True
     while changed:
@@ -83,7 +82,10 @@ def live(rules: list[dict], names: set[str]) -> list[bool]:
                 out[i] = True
             if out[i]:
                 changed = True
-                (alerts if "alert" in rule else held).add(rule.get("alert") or rule["record"])
+                if "alert" in rule:
+                    alerts.append(known_alert_labels(SimpleNamespace(alert=rule["alert"], labels=rule.get("labels"))))
+                else:
+                    held.add(rule["record"])
     return out
 
 

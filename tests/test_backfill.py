@@ -284,6 +284,7 @@ def _slo_case(promtool: str, rules: Path, workdir: Path, stale: bool = False):
     return minutes, series, hourly, live, start, start + (minutes // 60 + 1) * HOUR
 
 
+@pytest.mark.equality  # replays the fleets through the live rules and compares hour by hour: make test-sharding
 def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path, promtool, prometheus_bin, slo_rendered):
     """The three SLOs' hourly sums, backfilled by `rulesgen backfill prometheus` from the series a server stored
     (the DCGM and job series, kube-state-metrics and rulesgen's ALERTS), equal what the live rules write over the
@@ -328,6 +329,7 @@ def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path
     assert sum(json.loads((b / "meta.json").read_text())["stats"].get("numSamples", 0) for b in again) == 0
 
 
+@pytest.mark.equality  # replays the fleets through the live rules and compares hour by hour: make test-sharding
 def test_backfill_writes_the_slos_hourly_sums_through_vmalert_replay(tmp_path, promtool, victoria_metrics, vmalert, slo_rendered):
     """The same on VictoriaMetrics: `rulesgen backfill victoriametrics` (vmalert replay) writes hourly sums that
     equal the live rules' over the same minutes; a second run writes nothing more."""

@@ -1,6 +1,6 @@
 """Every failure mode's hold, in `make test`: for each mode of the catalog, the cheapest scenario that
 expects it is replayed through promtool on the rules its expected alerts need (the alerts and every
-record they read, transitively; a rule reading ALERTS takes every alert), in the rendered order, so each
+record they read, transitively, and the alerts their ALERTS selectors can match), in the rendered order, so each
 alert computes exactly what the whole rule set computes. The first firing of every expectation must lie in
 its window and equal the one recorded in tests/first_firing.yaml: a longer or shorter `for`, window or
 threshold shows as a changed page time, to be reviewed like a changed rendered file.
@@ -26,8 +26,7 @@ from rulesgen.builders import promtool_tests
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
 from rulesgen.load.settings import load_settings
-from rulesgen.promql.graph import ALERT_SERIES, Graph
-from rulesgen.promql.tree import selectors
+from rulesgen.promql.graph import Graph
 
 RECORDED = ROOT / "tests" / "first_firing.yaml"
 
@@ -59,20 +58,13 @@ def needed_rules(files: list[Path], modes: set[str]) -> list[dict]:
     docs = [yaml.safe_load(f.read_text()) for f in files]
     rules = [types.SimpleNamespace(**r) for doc in docs for g in doc["groups"] for r in g["rules"]]
     graph = Graph(rules)
-
-    def reads(i: int) -> set[int]:
-        """The rules rule i reads; of the alerts, those its ALERTS selectors can match (the graph takes all)."""
-        alert_reads = [s for s in selectors(rules[i].expr) if set(s.names) & set(ALERT_SERIES)]
-        return {j for j in graph.read_rules(i) if not getattr(rules[j], "alert", None) or any(
-            s.may_select({"alertname": rules[j].alert, **getattr(rules[j], "labels", {})}) for s in alert_reads)}
-
     todo = [i for i, r in enumerate(rules) if getattr(r, "alert", None) and r.labels.get("failure_mode") in modes]
     keep: set[int] = set()
     while todo:
         i = todo.pop()
         if i not in keep:
             keep.add(i)
-            todo.extend(reads(i))
+            todo.extend(graph.read_rules(i))
     out, i = [], 0
     for doc in docs:
         groups = []

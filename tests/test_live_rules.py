@@ -10,7 +10,9 @@ from rulesgen.promql.tree import parse
 
 
 def returns(expr: str, names=(), alerts=()) -> bool:
-    return live_rules.returns(parse(expr), set(names), set(alerts))
+    """alerts: the live alerts, each a name or (name, {fixed label: value})."""
+    known = [{"alertname": a} if isinstance(a, str) else {"alertname": a[0], **a[1]} for a in alerts]
+    return live_rules.returns(parse(expr), set(names), known)
 
 
 def test_emptiness_flows_as_the_engines_define_it():
@@ -24,17 +26,23 @@ def test_emptiness_flows_as_the_engines_define_it():
     assert returns("time() - a", {"a"}) and not returns("time() - a") and returns("count(a) or vector(0)")
     assert not returns('max_over_time((a - b)[1h:5m])', {"a"}) and returns("hour()")
     assert returns('ALERTS{alertname="X"}', alerts={"X"}) and not returns('ALERTS{alertname="Y"}', alerts={"X"})
-    assert returns('ALERTS{alertname=~"Y|Z"}', alerts={"X"}) and not returns("ALERTS", alerts=())
+    assert not returns('ALERTS{alertname=~"Y|Z"}', alerts={"X"}) and not returns("ALERTS", alerts=())
+    down = ("Down", {"failure_mode": "exporter_down"})
+    assert returns('ALERTS{failure_mode="exporter_down"}', alerts=[down]) and returns('ALERTS{severity="page"}', alerts=[down])
+    assert returns('ALERTS_FOR_STATE{failure_mode=~"gpu_lost|xid"}', alerts=[down, "X"])  # X's failure_mode: any
+    assert not returns('ALERTS_FOR_STATE{failure_mode=~"gpu_lost|xid"}', alerts=[down])
 
 
 def test_records_and_alerts_come_alive_from_what_they_read_in_any_order():
-    rules = [{"alert": "Fleet", "expr": 'count(ALERTS{alertname="Hot"}) > 1'},
-             {"alert": "Hot", "expr": "x:max > 90"},
+    rules = [{"alert": "Fleet", "expr": 'count(ALERTS{failure_mode="hot"}) > 1', "labels": {"failure_mode": "fleet"}},
+             {"alert": "Hot", "expr": "x:max > 90", "labels": {"failure_mode": "hot"}},
              {"record": "x:max", "expr": "max by (gpu) (temp)"},
              {"record": "y:max", "expr": "max by (gpu) (power)"},
-             {"alert": "Absent", "expr": "absent(power)"},
+             {"alert": "Absent", "expr": "absent(power)", "labels": {"failure_mode": "absent"}},
              {"alert": "Odd", "expr": "y:max > 2 or nonsense("}]
     assert live_rules.live(rules, {"temp"}) == [True, True, True, False, True, True]
+    assert live_rules.live(rules, {"other"}) == [True, False, False, False, True, True]  # Odd: any failure_mode
+    rules[-1]["labels"] = {"failure_mode": "odd"}
     assert live_rules.live(rules, {"other"}) == [False, False, False, False, True, True]
 
 

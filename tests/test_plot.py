@@ -38,6 +38,10 @@ expect:
 """
 
 
+# one worker runs the file, so its replay (the `data` fixture, about 5 s) runs once, not in each worker
+pytestmark = pytest.mark.xdist_group("plot")
+
+
 @pytest.fixture(scope="module")
 def scenario_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("scenario") / "plot-thermal.yaml"

@@ -123,6 +123,26 @@ def test_graph_reads_and_readers():
     assert rules[1].tree is t.parse("gpu:a:x * 2 + DCGM_B")
 
 
+def test_graph_reads_only_the_alerts_an_alerts_selector_can_match():
+    """An ALERTS selector reads the alerts its matchers can match on their name and fixed labels (a templated
+    label, or one the rule does not fix, can be anything): vmalert-tool's levels and the holds rest on it."""
+    job = (("failure_mode", "job"),)
+    rules = [
+        Rule(alert="Down", expr="up == 0", labels=(("failure_mode", "exporter_down"), ("severity", "warning"))),
+        Rule(alert="Hot", expr="t > 90", labels=(("failure_mode", "thermal"), ("severity", "{{ $labels.s }}"))),
+        Rule(alert="Loose", expr="x > 1"),
+        Rule(alert="A", expr='y unless on (gpu) ALERTS{failure_mode="exporter_down"}', labels=job),
+        Rule(alert="B", expr='y unless on (gpu) ALERTS{alertname="B", alertstate="firing"}', labels=job),
+        Rule(alert="C", expr='y unless on (gpu) ALERTS{severity="critical"}', labels=job),
+        Rule(alert="D", expr='y unless on (gpu) ALERTS_FOR_STATE{failure_mode!~"thermal|exporter_down"}', labels=job),
+        Rule(alert="E", expr='y unless on (gpu) {__name__="ALERTS", alertname=~"Down|Hot"}', labels=job),
+    ]
+    g = rule_graph.Graph(rules)
+    # A: Down by its label, and Loose, whose failure_mode is whatever its expression gives
+    assert [sorted(g.read_rules(i)) for i in range(3, 8)] == [[0, 2], [4], [1, 2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7],
+                                                              [0, 1]]
+
+
 def test_a_selector_may_select_series_by_their_labels():
     s = t.selectors('ALERTS{alertstate=~"pending|firing", failure_mode=~"a|b", action!="drain"}')[0]
     assert s.may_select({"failure_mode": "a", "action": "investigate"})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .tree import metric_names, names_read, recorded_names
+from .tree import metric_names, names_read, recorded_names, selectors
 
 ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")
 
@@ -21,8 +21,12 @@ class Graph:
                 self.writers[name] = self.writers.get(name, ()) + (i,)
 
     def read_rules(self, i: int) -> set[int]:
-        """Indices of the rules whose output rule i reads (ALERTS: every alert)."""
-        return {j for name in self.reads[i] for j in self.writers.get(name, ())}
+        """Indices of the rules whose output rule i reads; of the alerts, those its ALERTS selectors can
+        match (by alertname and the alert's fixed labels)."""
+        out = {j for name in self.reads[i] if name not in ALERT_SERIES for j in self.writers.get(name, ())}
+        alert_reads = [s for s in selectors(self.rules[i].expr) if set(s.names) & set(ALERT_SERIES)]
+        return out | {j for j in self.writers.get(ALERT_SERIES[0], ())
+                      if any(s.may_select(known_alert_labels(self.rules[j])) for s in alert_reads)}
 
     def readers(self, name: str) -> tuple[int, ...]:
         return tuple(i for i, names in enumerate(self.reads) if name in names)
@@ -50,6 +54,14 @@ class Graph:
             for j in self.writers[name]:
                 out.update(metric_names(self.rules[j].expr))
         return out
+
+
+def known_alert_labels(rule) -> dict[str, str]:
+    """The labels every ALERTS series of an alerting rule carries whatever its expression returns: its name
+    and its fixed `labels:` (a rule's labels override its expression's; a templated value is not known)."""
+    labels = getattr(rule, "labels", None) or ()
+    pairs = labels.items() if isinstance(labels, dict) else labels
+    return {"alertname": rule.alert} | {k: v for k, v in pairs if "{{" not in str(v)}
 
 
 def written_names(rule) -> tuple[str, ...]:
