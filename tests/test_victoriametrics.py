@@ -24,7 +24,7 @@ import conftest
 from conftest import ROOT
 from treeasserts import canonical
 from rulesgen.artifacts import DASHBOARD_ONLY, load_inputs
-from rulesgen.promql import tree as promql_tree, graph as rule_graph
+from rulesgen.promql import graph as rule_graph
 from rulesgen.builders import promtool_tests, vmalert_tests
 from rulesgen.builders.rules import build_rules
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
@@ -149,16 +149,9 @@ def test_rule_copy_keeps_every_rule_and_puts_readers_after_what_they_read():
     position = {id(r): i for i, r in enumerate(original)}
     for g in copy.groups:  # inside a level, promtool order
         assert [position[id(r)] for r in g.rules] == sorted(position[id(r)] for r in g.rules)
-
-    def reads(reader, read) -> bool:
-        """reader selects what read writes (an alert's ALERTS: by its name and its fixed labels)."""
-        chosen = [s for s in promql_tree.selectors(reader.expr) if set(s.names) & set(rule_graph.written_names(read))]
-        return read is not reader and any(not read.alert or s.may_select({"alertname": read.alert, **dict(read.labels)})
-                                          for s in chosen)
-    for reader in original:
-        for read in original:
-            if not reads(reader, read):
-                continue
+    graph = rule_graph.Graph(original)  # an alert's ALERTS read by its name and fixed labels: test_promql_tree
+    for k, reader in enumerate(original):
+        for read in (original[j] for j in graph.read_rules(k) - {k}):
             if position[id(read)] < position[id(reader)]:
                 assert level[id(read)] < level[id(reader)], (reader.record or reader.alert, read.record or read.alert)
             else:

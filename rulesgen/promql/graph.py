@@ -19,14 +19,15 @@ class Graph:
         for i, r in enumerate(self.rules):
             for name in written_names(r):
                 self.writers[name] = self.writers.get(name, ()) + (i,)
+        self.alert_labels = {j: known_alert_labels(self.rules[j].alert, getattr(self.rules[j], "labels", None))
+                             for j in self.writers.get(ALERT_SERIES[0], ())}
 
     def read_rules(self, i: int) -> set[int]:
         """Indices of the rules whose output rule i reads; of the alerts, those its ALERTS selectors can
         match (by alertname and the alert's fixed labels)."""
         out = {j for name in self.reads[i] if name not in ALERT_SERIES for j in self.writers.get(name, ())}
         alert_reads = [s for s in selectors(self.rules[i].expr) if set(s.names) & set(ALERT_SERIES)]
-        return out | {j for j in self.writers.get(ALERT_SERIES[0], ())
-                      if any(s.may_select(known_alert_labels(self.rules[j])) for s in alert_reads)}
+        return out | {j for j, labels in self.alert_labels.items() if any(s.may_select(labels) for s in alert_reads)}
 
     def readers(self, name: str) -> tuple[int, ...]:
         return tuple(i for i, names in enumerate(self.reads) if name in names)
@@ -56,12 +57,12 @@ class Graph:
         return out
 
 
-def known_alert_labels(rule) -> dict[str, str]:
+def known_alert_labels(alert: str, labels) -> dict[str, str]:
     """The labels every ALERTS series of an alerting rule carries whatever its expression returns: its name
-    and its fixed `labels:` (a rule's labels override its expression's; a templated value is not known)."""
-    labels = getattr(rule, "labels", None) or ()
-    pairs = labels.items() if isinstance(labels, dict) else labels
-    return {"alertname": rule.alert} | {k: v for k, v in pairs if "{{" not in str(v)}
+    and its fixed `labels:` (a dict or pairs; a rule's labels override its expression's; a templated value
+    is not known)."""
+    pairs = labels.items() if isinstance(labels, dict) else labels or ()
+    return {"alertname": alert} | {k: v for k, v in pairs if "{{" not in str(v)}
 
 
 def written_names(rule) -> tuple[str, ...]:
