@@ -57,11 +57,11 @@ pictures: $(STAMP) tools
 test-live: $(STAMP) tools
 	$(PYTEST) -q -s -m live tests/live
 
-# The built wheel installed into a fresh venv and used as users use it, and a repository `rulesgen init`
-# scaffolds running its own `make test` (marker package, tests/test_package.py and tests/test_delivery.py):
-# about 2 minutes on 2 cores, mostly pip; CI runs it.
+# The built wheel installed into a fresh venv and used as users use it: the repository its `rulesgen init`
+# scaffolds runs its own `make test` and `make test-vmalert` (marker package, tests/test_package.py): about
+# 1-2 minutes on 2 cores, mostly pip and one Python process; CI runs it.
 test-package: $(STAMP) tools
-	$(PYTEST) -q -m package tests/test_package.py tests/test_delivery.py
+	$(PYTEST) -q -m package tests/test_package.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on every
 # multi-node scenario (tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the
