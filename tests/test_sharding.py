@@ -9,6 +9,7 @@ the harness can fail; `pytest -m sharding_quick tests/test_sharding.py` (a quick
 scenarios, those the proof once caught and one scenario for each failure mode they leave. The one-server
 replay is the scenario's own promtool test, so CI's tests/test_scenarios.py leaves those scenarios (marker
 `sharded`) to this file (make test-scenarios-all REPLAY=rest-not-sharded: -m "slow and not sharded")."""
+import json
 import tempfile
 from pathlib import Path
 
@@ -218,8 +219,24 @@ def test_the_reference_replay_judges_the_scenarios_own_test(rendered, promtool, 
 BATCH = ("pcie-errors-storm", "shard-capacity-two-plus-two")  # same intervals: one batch
 
 
+@pytest.fixture(scope="module")
+def replay_once():
+    """se.replay_test, each (test, rule files, listings) replayed once for the two harness checks of BATCH below
+    (one worker: their xdist_group): both replay its scenarios side by side and each alone through the single
+    files, so they share those three promtool runs."""
+    done, replay_test = {}, se.replay_test
+
+    def once(promtool, test, scenario, files, workdir, listed="ALERTS"):
+        key = (str(test) if isinstance(test, Path) else json.dumps(test, sort_keys=True), tuple(map(str, files)), listed)
+        if key not in done:
+            done[key] = replay_test(promtool, test, scenario, files, workdir, listed)
+        return done[key]
+    return once
+
+
 @pytest.mark.equality
-def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool, monkeypatch):
+@pytest.mark.xdist_group("batch-harness")
+def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool, monkeypatch, replay_once):
     """The harness can fail: the single-topology files on each shard and no global tier miss the
     capacity guard of 2 + 2 of 16 + 16 (each shard has 2 GPUs to drain, under the 3-GPU minimum), and
     their fleet peer statistics, over one shard's GPUs, make a baseline alert pending that one server
@@ -227,6 +244,7 @@ def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool, monkeyp
     reports it."""
     alone, compare = [], se.compare
     monkeypatch.setattr(se, "compare", lambda p, s, *a, **k: alone.append(s.name) or compare(p, s, *a, **k))
+    monkeypatch.setattr(se, "replay_test", replay_once)
     with tempfile.TemporaryDirectory(prefix="rulesgen-shards-") as tmp:
         verdict = se.compare_batch(promtool, [ALL[n] for n in BATCH], se.single_topology(rendered), Path(tmp),
                                    [rendered / "tests" / "promtool" / f"{n}.yaml" for n in BATCH])[BATCH[1]]
@@ -237,16 +255,17 @@ def test_shards_alone_miss_what_only_the_fleet_shows(rendered, promtool, monkeyp
 
 
 @pytest.mark.equality
-def test_a_batch_replays_each_scenario_as_its_own_run(rendered, promtool, tmp_path):
+@pytest.mark.xdist_group("batch-harness")
+def test_a_batch_replays_each_scenario_as_its_own_run(rendered, promtool, tmp_path, replay_once):
     """The one server's replay of a batch (tests/batches.py: the scenarios side by side, told apart by a
     suffix on the cluster label) gives each scenario, step for step, the alerts of its own replay."""
     topology, tests = se.rendered_topology(rendered), rendered / "tests" / "promtool"
     docs = [batches.load(tests / f"{n}.yaml") for n in BATCH]
     together, _ = se.tagged_together([ALL[n] for n in BATCH], "cluster")
-    run, failures = se.replay_test(promtool, batches.merged(docs), together, topology.single, tmp_path)
+    run, failures = replay_once(promtool, batches.merged(docs), together, topology.single, tmp_path)
     assert not failures
     for k, name in enumerate(BATCH):
-        own, _ = se.replay_test(promtool, tests / f"{name}.yaml", ALL[name], topology.single, tmp_path)
+        own, _ = replay_once(promtool, tests / f"{name}.yaml", ALL[name], topology.single, tmp_path)
         in_batch = {t: {tuple(sorted(labels.items())) for member, labels in map(batches.untag, map(dict, alerts))
                         if member == k} for t, alerts in se.alerts(run, "shard").items()}
         assert {t: a for t, a in in_batch.items() if a} == se.alerts(own, "shard") != {}, name
