@@ -387,12 +387,13 @@ def runs_apart(promtool: str, topology: Topology, halves: list[list[tuple[str, s
                    listed, workdir, f"shard-{i}") for i, half in enumerate(halves)]
 
 
-def shard_runs(*args) -> list[Run]:
-    """runs_together, or runs_apart when a shard rule joined or aggregated across the tag label (Mixed)."""
+def shard_runs(*args) -> tuple[list[Run], bool]:
+    """(runs_together, True), or (runs_apart, False) when a shard rule joined or aggregated across the tag label
+    (Mixed)."""
     try:
-        return runs_together(*args)
+        return runs_together(*args), True
     except Mixed:
-        return runs_apart(*args)
+        return runs_apart(*args), False
 
 
 # --- the comparison -----------------------------------------------------------------------------------
@@ -422,6 +423,9 @@ class Verdict:
     # (time, record, one server's value, global tier's value) of the records compared (compare's `records`)
     records: tuple[tuple[int, tuple, float | None, float | None], ...] = ()
     records_compared: int = 0  # the (time, series) points of those records one server wrote
+    # what each shard wrote (ALERTS, records, the listed inputs) in the proof's one run of both shards (and of the
+    # batch's other scenarios), where compare was asked to keep it (keep_shards); None when the shards ran apart
+    shards: tuple[Run, ...] | None = None
 
     @property
     def equal(self) -> bool:
@@ -440,7 +444,7 @@ class Verdict:
 
 def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path,
             reference_test: Path | dict | None = None, halves: list[list[tuple[str, str]]] | None = None,
-            records: str = "") -> Verdict:
+            records: str = "", keep_shards: bool = False) -> Verdict:
     """reference_test: the scenario's generated promtool test over topology.single (or its document). The one
     server's replay is then that test with the listings added, so the same promtool run also judges the
     scenario's own expectations (Verdict.expectations), and CI need not replay the scenario a second time.
@@ -461,7 +465,7 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     with ThreadPoolExecutor(max_workers=2) as pool:
         single = pool.submit(one_server)
         parts = pool.submit(shard_runs, promtool, topology, halves, scenario, listed, workdir)
-        (reference, expectations), shards = single.result(), parts.result()
+        (reference, expectations), (shards, together) = single.result(), parts.result()
     sent = [s for i, (run, half) in enumerate(zip(shards, halves))
             for s in forwarded(run, half, topology, f"shard-{i}", scenario, step)]
     sharded: dict[int, set] = {}
@@ -480,7 +484,7 @@ def compare(promtool: str, scenario: Scenario, topology: Topology, workdir: Path
     missing = tuple((t, a) for t in times for a in sorted(ref.get(t, set()) - sharded.get(t, set())))
     differ, compared = _records_differ(reference, top, records, topology) if records else ((), 0)
     return Verdict(scenario.name, len(times), extra, missing, len(sent), sum(len(v) for v in ref.values()), expectations,
-                   differ, compared)
+                   differ, compared, tuple(shards) if keep_shards and together else None)
 
 
 def _records_differ(reference: Run, top: Run, records: str, topology: Topology) -> tuple[tuple, int]:
@@ -518,9 +522,21 @@ def tagged_together(scenarios: list[Scenario], label: str) -> tuple[Scenario, li
     return together, members
 
 
-def _members(verdict: Verdict, scenarios: list[Scenario], label: str) -> dict[str, Verdict]:
+def _member_run(run: Run, k: int, duration: int, label: str) -> Run:
+    """What a batch's run wrote for member k, as the scenario alone gives it: its tag taken off `label`, the times
+    after its own duration left out."""
+    out = Run()
+    for (name, labels), points in run.samples.items():
+        member, restored = batches.untag(dict(labels), label)
+        mine = {t: v for t, v in points.items() if t <= duration}
+        if member == k and mine:
+            out.samples[Run.key({"__name__": name, **restored})] = mine
+    return out
+
+
+def _members(verdict: Verdict, scenarios: list[Scenario], label: str, keep: frozenset[str]) -> dict[str, Verdict]:
     """The batch's verdict as each member's: its steps, its alerts, the failures whose query names its tag (a
-    failure naming no member's, the batch's guard, goes to every member)."""
+    failure naming no member's, the batch's guard, goes to every member), its shards' runs where kept."""
     out = {}
     for k, s in enumerate(scenarios):
         mine = lambda items: tuple((t, a) for t, a in items  # noqa: E731
@@ -530,17 +546,20 @@ def _members(verdict: Verdict, scenarios: list[Scenario], label: str) -> dict[st
             tags = {int(n) for n in re.findall(re.escape(batches.TAG) + r"(\d+)", f)}
             if k in tags or not tags:
                 named.append(f)
+        shards = (tuple(_member_run(run, k, s.duration, label) for run in verdict.shards)
+                  if s.name in keep and verdict.shards is not None else None)
         out[s.name] = Verdict(s.name, s.duration // s.evaluation_interval + 1, mine(verdict.extra), mine(verdict.missing),
-                              verdict.forwarded_series, verdict.reference_alerts, tuple(named))
+                              verdict.forwarded_series, verdict.reference_alerts, tuple(named), shards=shards)
     return out
 
 
 def compare_batch(promtool: str, scenarios: list[Scenario], topology: Topology, workdir: Path,
-                  reference_tests: list[Path]) -> dict[str, Verdict]:
+                  reference_tests: list[Path], keep: frozenset[str] = frozenset()) -> dict[str, Verdict]:
     """compare() of scenarios sharing their intervals, in one run of each tier (tests/batches.py: their
     series side by side, told apart by a suffix on topology.tag_label, each shard split as the scenario alone
     is). A member the batch finds unequal or failing, or a batch the engine refuses, is compared alone, so a
-    failure reads as the scenario's own proof reports it."""
+    failure reads as the scenario's own proof reports it. keep: the scenarios whose verdicts carry their shards'
+    runs (Verdict.shards; memory: each a run's listings of the scenario's series)."""
     verdicts: dict[str, Verdict] = {}
     if len(scenarios) > 1:
         label = topology.tag_label
@@ -548,12 +567,13 @@ def compare_batch(promtool: str, scenarios: list[Scenario], topology: Topology, 
         halves = [[x for m in members for x in split(m)[i]] for i in range(2)]
         try:
             verdicts = _members(compare(promtool, together, topology, workdir,
-                                        batches.merged([batches.load(p) for p in reference_tests], label), halves),
-                                scenarios, label)
+                                        batches.merged([batches.load(p) for p in reference_tests], label), halves,
+                                        keep_shards=any(s.name in keep for s in scenarios)),
+                                scenarios, label, keep)
         except (Mixed, RuntimeError):
             verdicts = {}
     for s, path in zip(scenarios, reference_tests):
         v = verdicts.get(s.name)
         if v is None or not v.equal or v.expectations:
-            verdicts[s.name] = compare(promtool, s, topology, workdir, reference_test=path)
+            verdicts[s.name] = compare(promtool, s, topology, workdir, reference_test=path, keep_shards=s.name in keep)
     return verdicts
