@@ -9,7 +9,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "fixtures"))
 
-from scenariogen import check, cli, document, fields, fleet, gpus, physics, reads  # noqa: E402
+from scenariogen import check, cli, document, faults, fields, fleet, gpus, physics, reads  # noqa: E402
 
 
 def written(tmp_path, name="unit-check"):
@@ -85,3 +85,41 @@ def test_every_failure_mode_of_the_catalog_is_known():
     catalog = yaml.safe_load((ROOT / "catalog" / "failure_modes.yaml").read_text())
     ids = {m["id"] for m in catalog["failure_modes"]}
     assert set(check.FAILURE_MODES) == ids  # read from the catalog, not kept by hand
+
+
+def _uuids(path):
+    return {line.split('UUID="')[1].split('"')[0] for line in path.read_text().splitlines() if 'UUID="' in line}
+
+
+def _four_gpus(tmp_path, mode):
+    """One node, four GPUs: GPU 1 carries the fault its mode's alert names, GPU 2 an older XID (an event
+    the rules must stay quiet on), GPUs 0 and 3 nothing."""
+    sc = fleet.Scenario("unit-trim", "a scenario of the GPU trim's tests", duration="20m")
+    nd = sc.node("gpu-h100-k01", "10.9.1.1", gpus.H100, n_gpus=4, fields=fields.h100_fields(extra=fields.ECC))
+    physics.build(sc)
+    faults.dbe_event(sc, nd.gpus[1], sc.idx("10m"))
+    faults.xid_event(sc, nd.gpus[2], 0, 13)
+    physics.finish(sc)
+    sc.expect_alert(mode, nd.gpus[1], "10m", "5m")
+    path = tmp_path / "unit-trim.yaml"
+    path.write_text(document.dump(document.to_doc(sc)))
+    return nd, path
+
+
+def test_a_mode_that_judges_each_gpu_alone_keeps_the_faults_gpus_and_one_peer(tmp_path):
+    nd, path = _four_gpus(tmp_path, "ecc_uncorrectable")
+    assert _uuids(path) == {g.uuid for g in nd.gpus[:3]}  # GPU 3 is a healthy peer no expected alert reads
+    assert check.check_file(path)[0] == []
+
+
+@pytest.mark.parametrize("mode", ["straggler", "baseline_deviation", "fleet_capacity_degraded"])
+def test_a_mode_that_compares_peers_keeps_every_gpu(tmp_path, mode):
+    nd, path = _four_gpus(tmp_path, mode)
+    assert not reads.judges_each_gpu_alone(mode)
+    assert _uuids(path) == {g.uuid for g in nd.gpus}
+
+
+def test_which_modes_judge_each_gpu_alone_is_read_from_the_rules():
+    assert reads.judges_each_gpu_alone("ecc_uncorrectable") and reads.judges_each_gpu_alone("xid_error")
+    # node peers (a median by node), a cluster's count, and a job's ranks
+    assert not any(map(reads.judges_each_gpu_alone, ("thermal_throttling", "gpu_lost", "step_time_straggler")))
