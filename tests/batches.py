@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import re
 import shutil
 import tempfile
@@ -175,7 +174,7 @@ def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Ba
         docs = [load(p) for p in batch]
         folder = Path(tempfile.mkdtemp(prefix="rulesgen-batch-"))  # not beside the files: a render stays as written
         path = folder / f"{batch[0].stem}.yaml"
-        path.write_text(json.dumps(live_rules.pruned(merged(docs, label) if len(docs) > 1 else docs[0], folder)))
+        live_rules.write_pruned(merged(docs, label) if len(docs) > 1 else docs[0], path)
         together = run(path)
         if together[0] == 0:
             shutil.rmtree(folder)

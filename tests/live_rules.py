@@ -111,3 +111,10 @@ def pruned(doc: dict, folder: Path) -> dict:
     if doc.get("group_eval_order"):
         out["group_eval_order"] = [g for g in doc["group_eval_order"] if g in kept_groups]
     return out
+
+
+def write_pruned(doc: dict, path: Path, folder: Path | None = None) -> Path:
+    """Write the test document to `path` replaying only its live rules (pruned; their copies in `folder`,
+    else beside it) as JSON, which is YAML to both engines; returns the path."""
+    path.write_text(json.dumps(pruned(doc, folder or path.parent)))
+    return path

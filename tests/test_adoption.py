@@ -6,7 +6,6 @@ exporter's counters leave a failure mode blind."""
 import dataclasses
 import hashlib
 import io
-import json
 import platform
 import re
 import shutil
@@ -14,10 +13,10 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-import pytest
-import yaml
 import batches
 import live_rules
+import pytest
+import yaml
 from conftest import ROOT, run_cli
 from treeasserts import has
 
@@ -257,8 +256,7 @@ def test_the_example_follows_the_users_selector_and_host_labels(tmp_path, promto
     # test-package (tests/test_package.py)
     assert [p.name for p in (repo / "tests" / "promtool").glob("*.yaml")] == ["example-ghost-loss-dbe.yaml"]
     live = tmp_path / "live.yaml"
-    live.write_text(json.dumps(live_rules.pruned(batches.load(repo / "tests" / "promtool" / "example-ghost-loss-dbe.yaml"),
-                                                 tmp_path)))
+    live_rules.write_pruned(batches.load(repo / "tests" / "promtool" / "example-ghost-loss-dbe.yaml"), live)
     tested = subprocess.run([promtool, "test", "rules", str(live)], cwd=repo, capture_output=True, text=True)
     assert tested.returncode == 0, tested.stdout + tested.stderr
 

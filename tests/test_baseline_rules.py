@@ -4,7 +4,6 @@ expected values are exact; the long realistic scenarios are in fixtures/scenario
 The z checked is the alert's own (builders/baselines.py history_z, which the dashboards also draw)."""
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -54,7 +53,7 @@ def promtool_test(promtool: str, tmp_path: Path, rule_files: list[str], interval
     test = {"rule_files": rule_files, "evaluation_interval": interval, "group_eval_order": order,
             "tests": [{"interval": interval, "input_series": series, "promql_expr_test": checks}]}
     path = tmp_path / "test.yaml"
-    path.write_text(json.dumps(live_rules.pruned(test, tmp_path)))  # the rules live on these inputs (tests/live_rules.py)
+    live_rules.write_pruned(test, path)  # the rules live on these inputs (tests/live_rules.py)
     result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 

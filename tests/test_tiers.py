@@ -1,5 +1,4 @@
 """Rule tiers (local, partial, global) and the sharded topology (README "Sharded topology")."""
-import json
 import shutil
 import subprocess
 from dataclasses import replace
@@ -414,8 +413,7 @@ def _one_shard_test(rendered: Path, tmp_path: Path, scenario: str, tiers: tuple[
     test["group_eval_order"] = [x for g in test["group_eval_order"] for x in (g, g + "-global") if x in names]
     test["rule_files"] = files
     path = tmp_path / f"test-{scenario}.yaml"
-    path.write_text(json.dumps(live_rules.pruned(test, tmp_path)))
-    return path
+    return live_rules.write_pruned(test, path)
 
 
 ONE_SHARD = ["fleet-capacity-degraded", "straggler", "exporter-down", "counters-missing-ecc"]
