@@ -263,7 +263,10 @@ def _run(promtool: str, doc: dict, workdir: Path, name: str, prune: bool = True)
     folder = workdir / f"{name}-live-rules"
     folder.mkdir(exist_ok=True)
     path = workdir / f"{name}.yaml"
-    live_rules.write_pruned(doc, path, folder) if prune else path.write_text(json.dumps(doc))
+    if prune:
+        live_rules.write_pruned(doc, path, folder)
+    else:
+        path.write_text(json.dumps(doc))
     proc = subprocess.run([promtool, "test", "rules", str(path)], cwd=workdir,
                           capture_output=True, text=True, timeout=3600, env={"GOGC": "800", "GOMAXPROCS": "1", "PATH": "/usr/bin:/bin"})
     out = proc.stdout + proc.stderr
