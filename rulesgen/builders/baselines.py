@@ -250,13 +250,14 @@ def _direction(signals: list[BaselineSignal]) -> str:
 
 def _deviation_term(signals, delta: str, spread: str, z: float, usual: str | None, settings: Settings, t) -> str:
     """delta / spread above z, delta above each signal's minimum, and (with a "same load" guard) the
-    guard signal's ratio `usual` within same_load_ratio of 1."""
+    guard signal's ratio `usual` at most same_load_ratio above 1: a heavier load explains a hotter or slower
+    GPU, a lighter one never does."""
     lines = [
         f"{_z(delta, spread)}\n  > {z}",
         f"and {delta} > on (signal) group_left () {_param({b.signal: b.min_delta.value for b in signals})}",
     ]
     if usual:
-        lines.append(f"and on ({promql.by(settings.gpu_identity)}) abs({usual} - 1) < {t['same_load_ratio']}")
+        lines.append(f"and on ({promql.by(settings.gpu_identity)}) {usual} - 1 < {t['same_load_ratio']}")
     return "\n".join(lines)
 
 
