@@ -114,15 +114,16 @@ def _catalog():
 COOL = {"p01": (57, 58, 58, 59), "p02": (59, 59, 60, 60), "p03": (60, 61, 61, 62)}
 
 
-def fleet(temps: dict[str, tuple], n: int) -> list[dict]:
-    """Busy H100s at the power of their peers; temps: host -> one promtool value string (or number) per GPU."""
+def fleet(temps: dict[str, tuple], n: int, power: dict[str, str] | None = None) -> list[dict]:
+    """Busy H100s at the power of their peers; temps: host -> one promtool value string (or number) per GPU;
+    power: host -> a promtool value string for its GPUs' power (default 430 W throughout)."""
     series = []
     for host, values in temps.items():
         for k, v in enumerate(values):
             labels = f'job="dcgm-exporter", Hostname="{host}", gpu="{k}", UUID="GPU-{host}-{k}", modelName="NVIDIA H100 80GB HBM3"'
             series += [
                 {"series": f"DCGM_FI_DEV_GPU_TEMP{{{labels}}}", "values": v if isinstance(v, str) else f"{v}x{n}"},
-                {"series": f"DCGM_FI_DEV_POWER_USAGE{{{labels}}}", "values": f"430x{n}"},
+                {"series": f"DCGM_FI_DEV_POWER_USAGE{{{labels}}}", "values": (power or {}).get(host, f"430x{n}")},
                 {"series": f"DCGM_FI_DEV_GPU_UTIL{{{labels}}}", "values": f"100x{n}"},
                 {"series": f"DCGM_FI_DEV_SM_CLOCK{{{labels}}}", "values": f"1980x{n}"},
                 {"series": f"DCGM_FI_DEV_FB_USED{{{labels}}}", "values": f"1000x{n}"},
@@ -142,10 +143,10 @@ def test_a_hot_node_is_left_out_of_the_peer_statistics_it_is_judged_by(tmp_path,
     promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
 
 
-def _firing_throughout(hot: str, tmp_path, promtool, expect_firing: bool) -> None:
+def _firing_throughout(hot: str, tmp_path, promtool, expect_firing: bool, power: dict[str, str] | None = None) -> None:
     """p05's one GPU against the twelve cool peers (median 59.5, spread at the 2 C floor): 67 C (z 3.75, above
     peer_z 3.5) for an hour, then `hot` to 2h. Checked at 1h50m: firing now, and at every minute since 30m."""
-    series = fleet({**COOL, "p05": (hot,)}, 120)
+    series = fleet({**COOL, "p05": (hot,)}, 120, power)
     firing = 'count(ALERTS{alertname="GPUBaselineDeviation", alertstate="firing", Hostname="p05"}) or vector(0)'
     checks = [{"expr": f"min_over_time(({firing})[80m:1m])", "eval_time": "110m",
                "exp_samples": [{"labels": "{}", "value": 1 if expect_firing else 0}]}]
@@ -161,3 +162,23 @@ def test_a_firing_peer_alert_holds_through_a_dip_above_its_release_threshold(tmp
 def test_a_peer_alert_resolves_when_the_gpu_returns_under_its_release_threshold(tmp_path, promtool):
     """65 C after the first hour: z 2.75, under peer_z_release (3): the hold ends, the alert resolves."""
     _firing_throughout("67x59 65x60", tmp_path, promtool, expect_firing=False)
+
+
+def test_a_pause_of_the_gpu_itself_does_not_release_its_peer_alert(tmp_path, promtool):
+    """Same load is one-sided: at 71 C (z 5.75) p05 pauses 10 minutes at 1h (100 W) while its peers draw 430 W.
+    Its 30-minute mean power falls to 320 W (0.74 of theirs), a lighter load, which never makes a GPU hotter:
+    the alert holds (a two-sided guard drops it for half an hour)."""
+    pause = "430x59 100x9 430x51"
+    _firing_throughout("71x120", tmp_path, promtool, expect_firing=True, power={"p05": pause})
+
+
+def test_peers_at_the_same_median_but_a_lower_mean_power_do_not_make_a_gpu_hot(tmp_path, promtool):
+    """The twelve peers' load switches off one minute in three (a data-starved job): median power 430 W like
+    p05's steady 430 W, mean 320 W, and a temperature that follows the mean. p05 at 71 C draws 1.34 times their
+    mean power: a heavier load, not a fault, so from 30m (the first whole window) to 1h50m the alert is never even
+    pending (compared at the median it fires)."""
+    bursty = " ".join(["430 430 100"] * 40) + " 430"
+    series = fleet({**COOL, "p05": (71,)}, 120, power={host: bursty for host in COOL})
+    pending = 'count(ALERTS{alertname="GPUBaselineDeviation", Hostname="p05"}) or vector(0)'
+    checks = [{"expr": f"max_over_time(({pending})[80m:1m])", "eval_time": "110m", "exp_samples": [{"labels": "{}", "value": 0}]}]
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
