@@ -4,11 +4,11 @@ not blind for weeks: the per-GPU baselines' hourly points and daily sums, and th
 The live rules build the history one hour at a time (value_30m -> value_30m_hourly -> daily sums).
 Backfill evaluators see only the series on the server, never their own output, so the rules
 here inline every recording rule they read: the hourly point becomes one expression over raw samples
-(subqueries at the live evaluation interval), the daily sums a [23h59m:1h] subquery of that. Two files,
-both evaluated hourly: hourly points, and daily sums written in the first hour of each day (UTC).
-promtool shifts evaluations by a hash of the group (like a live server); a [23h59m:1h] subquery still
-sums exactly the hours D-23h .. D for any evaluation between midnight D and 01:00, the same hours the
-live rule sums at midnight.
+(subqueries at the live evaluation interval), the daily sums a [DAY_OF_HOURS:1h] subquery of that. Two
+files, both evaluated hourly: hourly points, and daily sums written in the first hour of each day (UTC).
+promtool shifts evaluations by a hash of the group (like a live server); the subquery still sums exactly
+the hours D-23h .. D for any evaluation between midnight D and 01:00, the same hours the live rule sums
+at midnight.
 
 The SLOs' hourly sums inline the SLO records only: the capacity SLO counts what rulesgen's own alerts said
 (ALERTS) and the GPUs its records saw, so it recounts the hours those were on the server and no others; a
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import processes
-from ..builders import baselines
 from ..builders import slos as slo_rules
 from ..durations import format_duration, rfc3339
 from ..model import conventions
@@ -39,6 +38,13 @@ from ..render.prometheus import render_rule_file
 from .victoriametrics import VictoriaMetricsError, run_vmalert
 
 HOUR, DAY = 3600, 86400
+# The daily sums' subquery range. Its steps sit on whole hours, and promtool evaluates the daily group at
+# midnight plus an offset o in [0, 1h) (a hash of the group and its file, a temp path: a new o each run).
+# The range must hold the steps D-23h .. D and not D-24h for every o: over (T - R, T] (Prometheus 3,
+# VictoriaMetrics) that is 23h + o < R <= 24h + o, over [T - R, T] (Prometheus 2) 23h + o <= R < 24h + o.
+# A millisecond short of a day meets both for every o but the last millisecond of the hour; 23h59m (the
+# live rules' DAY_OF_POINTS, for stored points) dropped the day's first hour for o >= 59m, 1 run in 60.
+DAY_OF_HOURS = "23h59m59s999ms"
 DAILY_FILE = "backfill-daily.yaml"
 SLO_FILE = "backfill-slo-hourly.yaml"
 
@@ -88,7 +94,7 @@ def _baseline_files(rules: RuleSet, step_seconds: int) -> list[RuleFile]:
     live = {k: v for k, v in recorded.items() if k not in conventions.BASELINE_RECORDS}
     step = format_duration(step_seconds)
     hourly = promql_print.inline(recorded[conventions.BASELINE_VALUE], live, step)
-    day = f"(\n{hourly}\n)[{baselines.DAY_OF_POINTS}:1h]"
+    day = f"(\n{hourly}\n)[{DAY_OF_HOURS}:1h]"
     first_hour = "\n  and on () hour() == 0"
     daily = [
         Rule(record=conventions.BASELINE_DAILY_COUNT, expr=f"count_over_time({day}){first_hour}"),

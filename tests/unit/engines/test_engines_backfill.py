@@ -1,9 +1,11 @@
 """`rulesgen backfill`'s rule files from a render (engines/backfill.py), without a server: what the SLO history reads
 and what it refuses. tests/test_backfill.py runs them against real servers."""
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rulesgen.artifacts import plan
 from rulesgen.builders.slos import RULE_FILE
@@ -51,3 +53,24 @@ def test_a_memory_without_a_backfill_form_is_refused(tmp_path):
                                      *f.groups)) if f.path == RULE_FILE else f for f in rules.files)
     with pytest.raises(bf.BackfillError, match="cannot backfill a:b:c: it reads its own past"):
         bf.backfill_files(replace(rules, files=files), 60, only="slos")
+
+
+@pytest.mark.parametrize("offset", ["0s", "30m", "59m30s", "59m59s"])
+def test_the_daily_subquery_holds_the_days_24_hours_at_any_group_offset(tmp_path, promtool, offset):
+    """promtool evaluates the backfill's daily group at midnight plus a hash offset in [0, 1h), a new one each run
+    (its files sit in a temp folder): the day's 24 whole-hour steps D-23h .. D, never D-24h, at every offset
+    (23h59m lost the first hour from 59m on: the daily count read 23, 1 run in 60)."""
+    test = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": "x", "values": "1+1x2940"}],  # x = minutes since 0 + 1, for two days
+        "promql_expr_test": [
+            {"expr": f"count_over_time((x)[{bf.DAY_OF_HOURS}:1h])", "eval_time": f"1d{offset}",
+             "exp_samples": [{"labels": "{}", "value": 24}]},
+            # the newest step is midnight (x = 1441) and the oldest 1h after the previous one (x = 61)
+            {"expr": f"max_over_time((x)[{bf.DAY_OF_HOURS}:1h]) - min_over_time((x)[{bf.DAY_OF_HOURS}:1h])",
+             "eval_time": f"1d{offset}", "exp_samples": [{"labels": "{}", "value": 1380}]},
+        ]}]}
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(test))
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
