@@ -143,14 +143,20 @@ def test_a_hot_node_is_left_out_of_the_peer_statistics_it_is_judged_by(tmp_path,
     promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
 
 
+def _p05_alerts(hot, over: str, alerts: str, value: int, tmp_path, promtool, power: dict[str, str] | None = None) -> None:
+    """p05's one GPU (temperature `hot`) among the twelve cool peers for 2 hours: `over`_over_time, from 30m to
+    1h50m, of how many of its GPUBaselineDeviation alerts match `alerts` (extra matchers) must be `value`."""
+    series = fleet({**COOL, "p05": (hot,)}, 120, power)
+    count = f'count(ALERTS{{alertname="GPUBaselineDeviation", Hostname="p05"{alerts}}}) or vector(0)'
+    checks = [{"expr": f"{over}_over_time(({count})[80m:1m])", "eval_time": "110m",
+               "exp_samples": [{"labels": "{}", "value": value}]}]
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
+
+
 def _firing_throughout(hot: str, tmp_path, promtool, expect_firing: bool, power: dict[str, str] | None = None) -> None:
     """p05's one GPU against the twelve cool peers (median 59.5, spread at the 2 C floor): 67 C (z 3.75, above
     peer_z 3.5) for an hour, then `hot` to 2h. Checked at 1h50m: firing now, and at every minute since 30m."""
-    series = fleet({**COOL, "p05": (hot,)}, 120, power)
-    firing = 'count(ALERTS{alertname="GPUBaselineDeviation", alertstate="firing", Hostname="p05"}) or vector(0)'
-    checks = [{"expr": f"min_over_time(({firing})[80m:1m])", "eval_time": "110m",
-               "exp_samples": [{"labels": "{}", "value": 1 if expect_firing else 0}]}]
-    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
+    _p05_alerts(hot, "min", ', alertstate="firing"', 1 if expect_firing else 0, tmp_path, promtool, power)
 
 
 def test_a_firing_peer_alert_holds_through_a_dip_above_its_release_threshold(tmp_path, promtool):
@@ -178,7 +184,4 @@ def test_peers_at_the_same_median_but_a_lower_mean_power_do_not_make_a_gpu_hot(t
     mean power: a heavier load, not a fault, so from 30m (the first whole window) to 1h50m the alert is never even
     pending (compared at the median it fires)."""
     bursty = " ".join(["430 430 100"] * 40) + " 430"
-    series = fleet({**COOL, "p05": (71,)}, 120, power={host: bursty for host in COOL})
-    pending = 'count(ALERTS{alertname="GPUBaselineDeviation", Hostname="p05"}) or vector(0)'
-    checks = [{"expr": f"max_over_time(({pending})[80m:1m])", "eval_time": "110m", "exp_samples": [{"labels": "{}", "value": 0}]}]
-    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
+    _p05_alerts(71, "max", "", 0, tmp_path, promtool, power={host: bursty for host in COOL})
