@@ -75,7 +75,7 @@ def ci_targets() -> list[list[str]]:
 
 def test_ci_runs_every_test_once_and_make_test_its_sample():
     tests = every_test()
-    targets = [t for t in ci_targets() if t[0] != "tools"]
+    targets = [t for t in ci_targets() if t[0] != "setup"]
     assert [t[0] for t in targets] == ["test", "check", "test-package", "test-live", "test-vm-all", "test-dialects-all",
                                        "test-2.42-all", "test-scenarios-all", "test-interrupts-all", "test-sharding"]
     runs = {" ".join(t): selects(pytest_args(*t), tests) for t in targets if t[0] != "check"}
