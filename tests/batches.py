@@ -179,6 +179,10 @@ def jobs(paths, run: Callable[[Path], tuple], label: str = "cluster") -> dict[Ba
         if together[0] == 0:
             shutil.rmtree(folder)
             return {p.stem: together for p in batch}
-        path.with_suffix(".failed").write_text(str(together[1]))  # kept: what the batch said
-        return {p.stem: run(p) for p in batch}
+        alone = {p.stem: run(p) for p in batch}
+        if any(result[0] != 0 for result in alone.values()):
+            shutil.rmtree(folder)  # a member fails alone too: its own run says why, the batch nothing more
+        else:  # kept: a batch that failed where every member passes alone is the harness's own bug
+            path.with_suffix(".failed").write_text(str(together[1]))
+        return alone
     return {Batch(p.stem for p in batch): (lambda batch=batch: job(batch)) for batch in plan([Path(p) for p in paths])}

@@ -58,11 +58,16 @@ def test_plan_keeps_apart_what_cannot_share_a_run_and_cuts_at_the_limits(tmp_pat
 
 @pytest.mark.engines
 @pytest.mark.promtool
-def test_a_batch_judges_each_scenario_alone(tmp_path, promtool):
+def test_a_batch_judges_each_scenario_alone(tmp_path, promtool, monkeypatch):
     """Beside a scenario whose GPU 0 runs hot, a quiet one on the same node and GPU names passes (its
     checks read its own alerts); a wrong expectation fails its own scenario only (the batch replays file by
-    file); a rule that drops the cluster label fails the batch on the guard."""
+    file, and its temp folder goes: the member's own run says why); a rule that drops the cluster label fails
+    the batch on the guard, and a batch failing where every member passes alone keeps what it said."""
     import subprocess
+    import tempfile
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
 
     def run(path):
         proc = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, cwd=tmp_path)
@@ -77,9 +82,14 @@ def test_a_batch_judges_each_scenario_alone(tmp_path, promtool):
     results = results_of()
     assert {k: rc for k, (rc, _) in results.items()} == {"hot": 0, "quiet": 0, "wrong": 1}
     assert 'cluster="c1"' in results["wrong"][1] and batches.TAG not in results["wrong"][1]  # its own run's output
+    assert list(temp.iterdir()) == []
     write(tmp_path, {}, by="Hostname, gpu")
     rc, out = run(tmp_path / "pair.yaml")
     assert rc == 1 and "~rulesgen-batch-[0-9]+" in out
+    (results_of,) = batches.jobs([tmp_path / "hot.yaml", tmp_path / "quiet.yaml"], run).values()
+    assert {k: rc for k, (rc, _) in results_of().items()} == {"hot": 0, "quiet": 0}
+    (kept,) = temp.glob("rulesgen-batch-*/*.failed")
+    assert "~rulesgen-batch-[0-9]+" in kept.read_text()
 
 
 def test_groups_cut_the_scenarios_before_any_render_as_plan_cuts_their_files():
