@@ -155,6 +155,20 @@ def groups(keys) -> list[list[str]]:
     return _cut(sorted(keys), lambda k: _header(k)[0], lambda k: _header(k)[1])
 
 
+def filled(chosen, every) -> list[str]:
+    """chosen (test keys) and those of every that ride in chosen's batches (groups() above) without adding a
+    batch or a batch's steps, shortest first: an engine run's cost is mostly its rules x evaluation steps, so a
+    batch's free places cost little (a replay that picks a sample of the scenarios fills them)."""
+    def cost(keys):
+        cut = groups(keys)
+        return len(cut), sum(max(_header(k)[1][0] for k in batch) for batch in cut)
+    out, budget = sorted(chosen), cost(chosen)
+    for key in sorted(set(every) - set(chosen), key=lambda k: (_header(k)[1], k)):
+        if cost([*out, key]) == budget:
+            out = sorted([*out, key])
+    return out
+
+
 class Batch(tuple):
     """The keys of one job that returns {key: result} (conftest.Replays reads each key's result from it)."""
 

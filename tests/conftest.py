@@ -251,6 +251,16 @@ def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
     return sorted(set(picked))
 
 
+def cheapest_per_mode_and_interval(scenarios: dict, modes, covered=()) -> list[str]:
+    """cheapest_per_mode at each scrape interval the scenarios use: what a replay that samples the scenarios
+    keeps, since the engines' windows, lookback and staleness meet the data at its scrape interval."""
+    picked: set[str] = set()
+    for interval in sorted({s.interval for s in scenarios.values()}):
+        at = {name: s for name, s in scenarios.items() if s.interval == interval}
+        picked |= set(cheapest_per_mode(at, modes, covered=[n for n in covered if n in at]))
+    return sorted(picked)
+
+
 def replay_env() -> dict:
     """promtool's environment in a test: every core already runs one pytest-xdist worker, so one Go thread each and a
     lazier GC (measured: 8-13% less CPU per scenario than GOGC=400 alone, at up to 1.4 GB per process on

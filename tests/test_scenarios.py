@@ -52,7 +52,7 @@ def scenario_models():
 # `sharded`: the equality proof's one-server replay is the scenario's own promtool test (tests/test_sharding.py),
 # so it judges that test as this file does, and CI leaves those to make test-sharding (-m "slow and not sharded").
 REPLAYED = replay_cases([p.stem for p in SCENARIOS], QUICK,
-                        marks=lambda name: (pytest.mark.sharded,) if name in test_sharding.MULTI_NODE else ())
+                        marks=lambda name: (pytest.mark.sharded,) if name in test_sharding.PROVEN else ())
 
 
 @replay_fixture
@@ -97,8 +97,10 @@ def test_the_sharded_mark_names_exactly_what_the_proof_replays():
     """CI replays a scenario on promtool 3.5 here (make test, or -m "slow and not sharded") or as the one-server
     replay of make test-sharding: the `sharded` scenarios are the proof's, and the proof replays only those."""
     sharded = {p.values[0] for p in REPLAYED if any(m.name == "sharded" for m in p.marks)}
-    assert sharded == set(test_sharding.MULTI_NODE) and sharded < {s.name for s in scenario_models()}
+    assert sharded == set(test_sharding.PROVEN) and sharded < {s.name for s in scenario_models()}
     assert [p.values[0] for p in test_sharding.PROOF] == test_sharding.MULTI_NODE
+    exhaustive = {p.values[0] for p in test_sharding.PROOF if any(m.name == "exhaustive" for m in p.marks)}
+    assert exhaustive == set(test_sharding.MULTI_NODE) - sharded
 
 
 @pytest.mark.parametrize("scenario", REPLAYED)

@@ -82,7 +82,11 @@ def test_ci_runs_every_test_once_and_make_test_its_sample():
     assert all(runs.values()), [t for t, ids in runs.items() if not ids]
     # a multi-node scenario's promtool test is the one-server replay of its equality proof (marker sharded)
     proof = {t.partition("[")[2][:-1] for t in runs["test-sharding"] if t.startswith(SHARDING + "[")}
-    missing = set(tests) - set().union(*runs.values()) - {f"{PROMTOOL}[{name}]" for name in proof}
+    exhaustive = {t for t, marks in tests.items() if "exhaustive" in marks}  # make test-exhaustive, on demand
+    assert exhaustive == selects(pytest_args("test-exhaustive"), tests)
+    assert {t.partition("[")[0] for t in exhaustive} == {VM, SHARDING}
+    assert not exhaustive & set().union(*runs.values()), "CI runs a test it leaves to make test-exhaustive"
+    missing = set(tests) - set().union(*runs.values()) - {f"{PROMTOOL}[{name}]" for name in proof} - exhaustive
     assert not missing, f"tests no target of .ci/run runs: {sorted(missing)[:20]}"
     seen: dict[str, str] = {}
     for target, ids in runs.items():  # a test run twice is CI time spent for nothing
@@ -98,9 +102,11 @@ def test_ci_runs_every_test_once_and_make_test_its_sample():
     assert cases(DIALECTS) == sorted(f"{s}@{d}" for s, d in test_dialects.QUICK)
     assert cases(ON_2_42) == sorted(test_engines.QUICK_ON_2_42)
     assert cases(SHARDING) == [] and not any("equality" in tests[t] or "slow" in tests[t] for t in make_test)
-    # the equality proof replays every multi-node scenario, and the scenarios target leaves exactly those to it
+    # the equality proof replays its multi-node scenarios, and the scenarios target leaves exactly those to it
     rest = {t.partition("[")[2][:-1] for t in runs["test-scenarios-all REPLAY=rest-not-sharded"]}
-    assert proof == set(test_sharding.MULTI_NODE)
+    assert proof == set(test_sharding.PROVEN)
+    assert {t.partition("[")[2][:-1] for t in runs["test-vm-all REPLAY=rest"] if t.startswith(VM + "[")} == \
+        set(test_victoriametrics.ON_VMALERT_TOOL) - set(test_victoriametrics.SUBSET)
     assert set(test_scenarios.QUICK) | rest | proof == {p.stem for p in test_scenarios.SCENARIOS}
 
 
