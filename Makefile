@@ -69,14 +69,15 @@ test-live: $(STAMP) tools
 test-package: $(STAMP) tools
 	$(PYTEST) -q -m package tests/test_package.py
 
-# The equality proofs (marker equality): two shards and a global tier against one server on every
-# multi-node scenario (tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the
-# global tier), the SLO rules over their synthetic fleets (tests/test_slos.py: records and alerts), the regrouped
-# files against the unsplit ones, one shard plus the global tier, the live rules against every rule
-# (tests/test_live_rules.py: every replay evaluates only the rules live on its input), the SLOs' backfilled
-# hourly sums against the live rules' (tests/test_backfill.py). make test runs
-# none of them; a quicker loop: pytest -m sharding_quick tests/test_sharding.py. The one-server replay of a
-# scenario is its own promtool test: make test-scenarios-all REPLAY=rest-not-sharded leaves those to this target.
+# The equality proofs (marker equality): two shards and a global tier against one server on each failure
+# mode at each scrape interval of the multi-node scenarios (49 of 80, the others in make test-exhaustive;
+# tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the global tier), the
+# SLO rules over their synthetic fleets (tests/test_slos.py: records and alerts), the regrouped files against
+# the unsplit ones, one shard plus the global tier, the live rules against every rule (tests/test_live_rules.py:
+# every replay evaluates only the rules live on its input), the SLOs' backfilled hourly sums against the live
+# rules' (tests/test_backfill.py). make test runs none of them; a quicker loop: pytest -m sharding_quick
+# tests/test_sharding.py. The one-server replay of a scenario is its own promtool test: make
+# test-scenarios-all REPLAY=rest-not-sharded leaves those to this target.
 test-sharding: $(STAMP) tools
 	$(PYTEST) $(XDIST) -q -m "equality and not exhaustive" tests/test_sharding.py tests/test_tiers.py tests/test_engine_fit.py tests/test_slos.py tests/test_live_rules.py tests/test_backfill.py
 
@@ -90,7 +91,8 @@ test-exhaustive: $(STAMP) tools
 test-interrupts-all: $(STAMP)
 	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_interrupts.py::test_ctrl_c_after_every_rename_of_the_commit_phase_leaves_the_new_tree_and_no_temporary
 
-# Every scenario on vmalert-tool (make test runs a subset): CI's longest suite, about 17 minutes on 2 cores (replays several scenarios to a run: tests/batches.py).
+# On vmalert-tool every normal scenario and each failure mode at each scrape interval (make test runs a subset; the
+# others: make test-exhaustive): CI's longest suite (replays several scenarios to a run: tests/batches.py).
 test-vm-all: $(STAMP) tools
 	$(PYTEST) $(XDIST) -q $(SELECT) tests/test_victoriametrics.py::test_scenario_passes_vmalert_tool tests/test_slos.py::test_slo_rules_replayed_over_a_synthetic_fleet tests/test_slos.py::test_a_lost_node_pages_the_capacity_slo_from_the_dcgm_series
 

@@ -3,10 +3,11 @@
 judged by the same expectations as tests/promtool/. rulesgen/builders/vmalert_tests.py builds the files;
 docs/victoriametrics.md explains the format decisions and the engine differences.
 
-vmalert-tool costs about three times promtool's CPU per scenario (docs/victoriametrics.md, section 4):
-every scenario takes about 17 minutes on 2 cores in batches (`make test-vm-all`, run by CI: 1,042 s on 2026-11-29). `make test`
-replays the representative SUBSET below (5 scenarios, about 2 minutes of CPU); the others are marked slow
-(`make test-vm-all`: all; REPLAY=rest: -m slow; one of them: -k its name).
+vmalert-tool costs about three times promtool's CPU per scenario (docs/victoriametrics.md, section 4).
+`make test` replays the representative SUBSET below (5 scenarios, about 2 minutes of CPU); the others are
+marked slow: CI (`make test-vm-all REPLAY=rest`) replays those of ON_VMALERT_TOOL (every normal scenario, each
+failure mode at each scrape interval), `make test-exhaustive` (marker exhaustive, on demand) the rest; one of
+them: -k its name.
 """
 import dataclasses
 import os
