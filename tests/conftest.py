@@ -38,7 +38,7 @@ ENGINE_MARKS = {**{f: mark for f, (_, mark) in BINARIES.items()},
                 **{f: mark for f, mark in REPLAY_FIXTURES.items() if mark is not None}}
 BATCH_OF = pytest.StashKey[dict]()  # {(fixture, key): the selected keys of its batch}
 UNGROUPED = pytest.StashKey[str]()
-SELECTING = {"slow", "sharded"}     # the marks by which the make targets select replays (Makefile: REPLAY)
+SELECTING = {"slow", "sharded", "exhaustive"}  # the marks by which the make targets select replays (Makefile)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -52,8 +52,9 @@ def pytest_collection_modifyitems(config, items):
     # tests out in this order, so the long runs start early and the short tests fill the cores at the end.
     items.sort(key=lambda item: (not any(f in REPLAY_FIXTURES for f in item.fixturenames), -weight.get(item.nodeid, 0)))
     if config.getoption("--marks-to"):  # before -m deselects: every collected test (tests/test_selections.py)
-        Path(config.getoption("--marks-to")).write_text(json.dumps(
-            {item.nodeid: sorted({m.name for m in item.iter_markers()}) for item in items}))
+        Path(config.getoption("--marks-to")).write_text(json.dumps(  # a batch's group as "xdist_group=NAME"
+            {item.nodeid: sorted({m.name for m in item.iter_markers()} | {f"xdist_group={m.args[0]}" for m in
+                                 item.iter_markers("xdist_group")}) for item in items}))
 
 
 def _group_batches(items) -> dict[str, int]:

@@ -110,6 +110,19 @@ def test_ci_runs_every_test_once_and_make_test_its_sample():
     assert set(test_scenarios.QUICK) | rest | proof == {p.stem for p in test_scenarios.SCENARIOS}
 
 
+def test_each_target_takes_whole_batches():
+    """A replay's batch (one xdist_group, conftest._group_batches) is cut before -m deselects: a target that
+    selected part of one would replay its scenarios in more, smaller engine runs (conftest.SELECTING must name
+    every mark the targets select replays by)."""
+    tests = every_test()
+    group = {t: g for t, marks in tests.items() for g in marks if g.startswith("xdist_group=")}
+    targets = [t for t in ci_targets() if t[0] not in ("setup", "check")] + [["test-exhaustive"]]
+    for target in targets:
+        chosen = selects(pytest_args(*target), tests)
+        split = {group[t] for t in chosen if t in group} & {group[t] for t in set(tests) - chosen if t in group}
+        assert not split, (" ".join(target), sorted(split)[:5])
+
+
 def test_the_selection_reading_would_see_a_target_that_drops_a_case():
     """The check above can fail: a -m that leaves the slow cases out of the vmalert-tool target, or a path
     that names another test, selects less."""
