@@ -241,15 +241,17 @@ def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
     def fired(names) -> set[str]:
         return {e.failure_mode for name in names for e in scenarios[name].expect}
 
-    def cost(name):
-        s = scenarios[name]
-        return (s.duration // s.evaluation_interval) * len(s.series), name
     picked: list[str] = []
     for mode in modes:
         firing = [name for name, s in scenarios.items() if any(e.failure_mode == mode for e in s.expect)]
         if firing and mode not in fired([*covered, *picked]):
-            picked.append(min(firing, key=cost))
+            picked.append(min(firing, key=lambda name: (replay_cost(scenarios[name]), name)))
     return sorted(set(picked))
+
+
+def replay_cost(scenario) -> int:
+    """Evaluation steps x series: a proxy of a scenario's replay cost on either engine."""
+    return (scenario.duration // scenario.evaluation_interval) * len(scenario.series)
 
 
 def cheapest_per_mode_and_interval(scenarios: dict, modes, covered=()) -> list[str]:

@@ -105,3 +105,16 @@ def test_groups_cut_the_scenarios_before_any_render_as_plan_cuts_their_files():
     assert batches.scenario_file("straggler@exporter-4.9") == batches.SCENARIO_DIR / "straggler.yaml"
     interval, (duration, samples) = batches._header("straggler")
     assert interval == (30, 60) and duration == 6 * 3600 and samples > 0
+
+
+def test_filled_takes_only_what_rides_in_the_chosen_batches():
+    """A sample's batches filled up to MAX_SCENARIOS with scenarios of their clock no longer than the batch:
+    no batch and no evaluation step more; a scenario of another clock, or longer, stays out."""
+    names = sorted(p.stem for p in batches.SCENARIO_DIR.glob("*.yaml"))
+    chosen = ["exporter-down"]  # 6 hours at 30 s / 30 s
+    same = [n for n in names if batches._header(n)[0] == batches._header(chosen[0])[0]]
+    filled = batches.filled(chosen, names)
+    assert set(chosen) < set(filled) <= set(same) and len(batches.groups(filled)) == 1
+    assert all(batches._header(n)[1][0] <= batches._header(chosen[0])[1][0] for n in filled)
+    longest = max(names, key=lambda n: batches._header(n)[1][0])
+    assert longest not in batches.filled(["straggler"], names)
