@@ -249,6 +249,16 @@ def cheapest_per_mode(scenarios: dict, modes, covered=()) -> list[str]:
     return sorted(set(picked))
 
 
+def modes_at_intervals(scenarios) -> set[tuple[str, int]]:
+    """(failure mode, scrape interval) of every expectation of the scenarios: what a sampled replay must keep."""
+    return {(e.failure_mode, s.interval) for s in scenarios for e in s.expect}
+
+
+def marked(params, mark: str) -> set:
+    """The first value of each pytest.param of params that carries the mark."""
+    return {p.values[0] for p in params if any(m.name == mark for m in p.marks)}
+
+
 def replay_cost(scenario) -> int:
     """Evaluation steps x series: a proxy of a scenario's replay cost on either engine."""
     return (scenario.duration // scenario.evaluation_interval) * len(scenario.series)

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import test_sharding
-from conftest import ROOT, promtool_jobs, replay_cases, replay_fixture, run_cli
+from conftest import ROOT, marked, promtool_jobs, replay_cases, replay_fixture, run_cli
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.durations import parse_duration
 from rulesgen.promql.text import format_number
@@ -96,11 +96,10 @@ def test_make_test_fires_every_alert_group():
 def test_the_sharded_mark_names_exactly_what_the_proof_replays():
     """CI replays a scenario on promtool 3.5 here (make test, or -m "slow and not sharded") or as the one-server
     replay of make test-sharding: the `sharded` scenarios are the proof's, and the proof replays only those."""
-    sharded = {p.values[0] for p in REPLAYED if any(m.name == "sharded" for m in p.marks)}
+    sharded = marked(REPLAYED, "sharded")
     assert sharded == set(test_sharding.PROVEN) and sharded < {s.name for s in scenario_models()}
     assert [p.values[0] for p in test_sharding.PROOF] == test_sharding.MULTI_NODE
-    exhaustive = {p.values[0] for p in test_sharding.PROOF if any(m.name == "exhaustive" for m in p.marks)}
-    assert exhaustive == set(test_sharding.MULTI_NODE) - sharded
+    assert marked(test_sharding.PROOF, "exhaustive") == set(test_sharding.MULTI_NODE) - sharded
 
 
 @pytest.mark.parametrize("scenario", REPLAYED)

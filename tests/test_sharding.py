@@ -19,7 +19,8 @@ import yaml
 
 import batches
 import shard_equality as se
-from conftest import ROOT, cheapest_per_mode, cheapest_per_mode_and_interval, replay_cost, replay_fixture
+from conftest import (ROOT, cheapest_per_mode, cheapest_per_mode_and_interval, marked, modes_at_intervals, replay_cost,
+                      replay_fixture)
 from rulesgen import artifacts
 from rulesgen.catalog import bundled_catalog_dir, load_catalog
 from rulesgen.load.scenarios import load_scenarios
@@ -133,16 +134,12 @@ def test_the_quick_loop_fires_every_failure_mode_of_the_multi_node_scenarios():
     assert all(_fired([name]) - _fired((*CROSS_SHARD, *FOUND)) for name in PER_MODE)  # none is there for nothing
 
 
-def _modes_at_intervals(names) -> set[tuple[str, int]]:
-    return {(e.failure_mode, ALL[name].interval) for name in names for e in ALL[name].expect}
-
-
 def test_cis_proof_holds_every_failure_mode_at_every_scrape_interval():
     """What CI's proof leaves to make test-exhaustive repeats a failure mode it proves at the same scrape
     interval; what rides along costs no batch more (2026-12-01: 49 scenarios in 8 batches, 14 for all 80)."""
-    left = [p.values[0] for p in PROOF if any(m.name == "exhaustive" for m in p.marks)]
-    assert set(QUICK_LOOP) < set(PROVEN) and sorted(left) == sorted(set(MULTI_NODE) - set(PROVEN)) != []
-    assert _modes_at_intervals(PROVEN) == _modes_at_intervals(MULTI_NODE)
+    left = marked(PROOF, "exhaustive")
+    assert set(QUICK_LOOP) < set(PROVEN) and left == set(MULTI_NODE) - set(PROVEN) != set()
+    assert modes_at_intervals(ALL[n] for n in PROVEN) == modes_at_intervals(ALL[n] for n in MULTI_NODE)
     assert len(batches.groups(PROVEN)) == len(batches.groups(SAMPLED)) < len(batches.groups(MULTI_NODE))
 
 
