@@ -51,6 +51,13 @@ DRAINING = 'count by ([[ fleet ]]) (max by ([[ fleet ]], [[ host ]], gpu) (ALERT
 STALE_FILES = ('    found += [Change(p.relative_to(out).as_posix(), "stale", p.read_text(encoding="utf-8", errors="replace"), "")\n'
                '              for p in _stale(out, artifacts)]\n')
 EACH_ARTIFACT = "    for a in artifacts:\n        p = out / a.path\n"
+REMAP_FOR = "        for: 1m\n        for_source: >-\n          Row-remap failure and the retired-page count"
+REMAP_ACTION = "        action: drain\n" + REMAP_FOR
+XID_FOR = "        for: 1m\n        for_source: >-\n          An XID is a driver event"
+XID_WARN = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid!~"[[ xid.application ]]|[[ xid.drain ]]|79"})'
+FABRIC_FOR = "        for: 3m\n        for_source: >-\n          Heuristic: a degraded or unregistered fabric"
+DBE_SEVERITY = "      - severity: critical\n        action: drain\n        for: 1m\n        for_source: >-\n          A double-bit"
+EXPORTER_FOR = "        for: 5m\n        for_source: >-\n          Heuristic: a dcgm-exporter DaemonSet rollout"
 
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
@@ -74,6 +81,22 @@ PLANTS = [
     Plant("critical XID alert: xid dropped from by (...)", FM, XID_DRAIN, XID_DRAIN.replace("[[ gpu ]], xid", "[[ gpu ]]")),
     Plant("rulesgen check: alertmanager/rulesgen.yaml ignored", "rulesgen/artifacts.py", EACH_ARTIFACT,
           EACH_ARTIFACT.replace("        p =", '        if a.path == "alertmanager/rulesgen.yaml":\n            continue\n        p =')),
+    # 2026-12-01: the second alert of a mode, a severity, an action and the SLO tiers (plants 1-12 held each mode once)
+    Plant("memory_remap critical alert: for 1m doubled to 2m", FM, REMAP_FOR, REMAP_FOR.replace("for: 1m", "for: 2m")),
+    Plant("critical XID alert: for 1m doubled to 2m", FM, XID_FOR, XID_FOR.replace("for: 1m", "for: 2m")),
+    Plant("warning XID alert: xid dropped from by (...)", FM, XID_WARN, XID_WARN.replace("[[ gpu ]], xid", "[[ gpu ]]")),
+    Plant("nvlink_fabric warning alert: for 3m doubled to 6m", FM, FABRIC_FOR, FABRIC_FOR.replace("for: 3m", "for: 6m")),
+    Plant("ECC DBE alert: severity critical made warning (no page)", FM, DBE_SEVERITY,
+          DBE_SEVERITY.replace("severity: critical", "severity: warning")),
+    Plant("SLO fast burn tier: budget share 2% doubled (factor 14.4 -> 28.8)", "catalog/slos.yaml",
+          "    short: 5m\n    budget_share: 0.02\n", "    short: 5m\n    budget_share: 0.04\n"),
+    Plant("memory_remap: 63 retired pages no longer enough (>= made >)", FM,
+          "or gpu:dcgm_retired_pages:max >= [[ t.retired_pages ]]", "or gpu:dcgm_retired_pages:max > [[ t.retired_pages ]]"),
+    Plant("gpu_capacity SLO: input absent for 15m made 30m", "catalog/slos.yaml",
+          "    period: 30d\n    input_absent_for: 15m\n", "    period: 30d\n    input_absent_for: 30m\n"),
+    Plant("exporter_down alert: for 5m doubled to 10m", FM, EXPORTER_FOR, EXPORTER_FOR.replace("for: 5m", "for: 10m")),
+    Plant("memory_remap critical alert: action drain made investigate", FM, REMAP_ACTION,
+          REMAP_ACTION.replace("action: drain", "action: investigate")),
 ]
 
 
