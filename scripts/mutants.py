@@ -3,8 +3,8 @@
 Each bug is an exact text substitution in one file of a throw-away copy of HEAD (`git worktree add --detach`,
 removed at the end; uncommitted changes are not in it). The text must be found exactly once: a plant that
 no longer applies is reported `stale`, never skipped. After planting, the copy is re-rendered (`rulesgen
-render`, as its author would before committing, so the bug is not caught by the staleness test alone; a render
-that fails is a catch), then the command runs in the copy (default: make test). The table says, per bug,
+render` and `scripts/config_doc.py`, as its author would before committing, so the bug is not caught by a
+staleness test alone; a render that fails is a catch), then the command runs in the copy (default: make test). The table says, per bug,
 caught or missed and the first failing test id.
 
 The copy runs with this venv: PYTHONPATH puts the copy's rulesgen before the venv's editable install (which
@@ -159,6 +159,9 @@ def run(repo: Path, plants: dict[int, Plant], command: str, render: bool,
                     if proc.returncode:
                         report(n, "caught", "rulesgen render: " + first_failure(proc.stderr))
                         continue
+                    # the generated configuration reference too (its test names the command): a changed default
+                    # is then caught by what it does, not by a stale page
+                    subprocess.run([sys.executable, "scripts/config_doc.py"], cwd=copy, env=env, capture_output=True)
                 proc = subprocess.run(command, shell=True, cwd=copy, env=env, capture_output=True, text=True)
                 report(n, *(("caught", first_failure(proc.stdout + proc.stderr)) if proc.returncode else ("missed",)))
         finally:

@@ -41,13 +41,20 @@ def _scenarios():
 CATALOG, SCENARIOS = _scenarios()
 
 
+# The alerts of a mode that its cheapest scenario does not fire, each by the cheapest scenario that does (a mode
+# with several alerts: its critical and warning halves). test_every_alert_of_the_rules_is_held holds that together
+# with the per-mode sample they fire every alert of the rendered rules.
+PER_ALERT = {"GPUMemoryRemapCritical": "memory-remap-failure", "GPUXIDErrorCritical": "xid-119-gsp-timeout",
+             "GPUXIDErrorInfo": "xid-31-mmu-fault"}
+
+
 def sample() -> list[str]:
     """For every failure mode of the catalog (in its order), the scenario expecting it with the fewest
-    evaluation steps x series; a mode that no scenario expects fails here, naming it."""
+    evaluation steps x series, and PER_ALERT's; a mode that no scenario expects fails here, naming it."""
     for mode in CATALOG.failure_modes:
         assert any(e.failure_mode == mode.id for s in SCENARIOS.values() for e in s.expect), (
             f"failure mode {mode.id}: no scenario in fixtures/scenarios expects it")
-    return cheapest_per_mode(SCENARIOS, [mode.id for mode in CATALOG.failure_modes])
+    return sorted({*cheapest_per_mode(SCENARIOS, [mode.id for mode in CATALOG.failure_modes]), *PER_ALERT.values()})
 
 
 SAMPLE = sample()
@@ -94,9 +101,10 @@ def _onset_listing(s, i: int, e) -> dict:
     return {"expr": expr, "eval_time": f"{s.duration}s", "exp_samples": []}
 
 
-def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdir: Path) -> list[list[int | None]]:
-    """Per scenario, per expectation of it, its first firing (seconds from the start) on the rules its modes
-    need; for a repeated expectation (promtool_tests.repeats), its first new onset since its `after`. Several
+def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdir: Path) -> list[list[dict[str, int]]]:
+    """Per scenario, per expectation of it, the first firing (seconds from the start) of each alert of its mode
+    that matches it, on the rules its modes need; for a repeated expectation (promtool_tests.repeats), each
+    one's first new onset since its `after`. Several
     scenarios replay as one batch (tests/batches.py, on the rules all their modes need: each alert still
     computes what the whole rule set computes); a batch promtool fails is replayed scenario by scenario."""
     docs = [batches.load(f) for f in test_files]
@@ -126,10 +134,24 @@ def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdi
             for k, s in enumerate(scenarios)]
 
 
-def _firsts(s, firsts: list[tuple[dict, int]]) -> list[int | None]:
-    return [min((t for labels, t in firsts if labels.get("failure_mode") == e.failure_mode
-                 and labels.get("repeat_index") == (str(i) if promtool_tests.repeats(s, e) else None)
-                 and all(labels.get(k) == v for k, v in e.labels)), default=None) for i, e in enumerate(s.expect)]
+def _firsts(s, firsts: list[tuple[dict, int]]) -> list[dict[str, int]]:
+    """Per expectation, {alert: its first firing} of every alert of its mode that matches it (the alert named
+    with how it pages: `GPUMemoryRemapWarning{action=investigate, severity=warning}`)."""
+    out = []
+    for i, e in enumerate(s.expect):
+        found: dict[str, int] = {}
+        for labels, t in firsts:
+            if (labels.get("failure_mode") == e.failure_mode
+                    and labels.get("repeat_index") == (str(i) if promtool_tests.repeats(s, e) else None)
+                    and all(labels.get(k) == v for k, v in e.labels)):
+                alert = _alert(labels)
+                found[alert] = min(t, found.get(alert, t))
+        out.append(found)
+    return out
+
+
+def _alert(labels: dict) -> str:
+    return f"{labels.get('alertname')}{{action={labels.get('action')}, severity={labels.get('severity')}}}"
 
 
 @replay_fixture
@@ -159,21 +181,23 @@ def _recorded() -> dict:
 @pytest.mark.parametrize("name", SAMPLE)
 def test_every_expectation_first_fires_in_its_window_at_its_recorded_time(name, hold_runs, request):
     s, firsts = SCENARIOS[name], hold_runs[name]
-    measured = {_key(s, e): (None if t is None else t - e.after) for e, t in zip(s.expect, firsts)}
+    measured = {_key(s, e): {alert: t - e.after for alert, t in sorted(found.items())} for e, found in zip(s.expect, firsts)}
     if request.config.getoption("--update-first-firing"):
         # scenarios no longer in the sample leave the file
         recorded = {k: v for k, v in _recorded().items() if k in SAMPLE}
         recorded[name] = measured
-        RECORDED.write_text("# First firing of each expectation, seconds after its `after` (tests/test_holds.py;\n"
-                            "# rewrite with --update-first-firing after a deliberate change, and review the diff).\n"
+        RECORDED.write_text("# First firing of each expectation, seconds after its `after`, per alert of its mode that\n"
+                            "# fires for it, named with how it pages (tests/test_holds.py; rewrite with\n"
+                            "# --update-first-firing after a deliberate change, and review the diff).\n"
                             + yaml.safe_dump(dict(sorted(recorded.items())), sort_keys=True))
-    for e, t in zip(s.expect, firsts):
+    for e, found in zip(s.expect, firsts):
+        t = min(found.values(), default=None)
         assert t is not None and e.after <= t <= e.after + e.within, (
             f"{name}: {_key(s, e)} first fires at {t} s, expected within [{e.after}, {e.after + e.within}] s")
     assert measured == _recorded().get(name), (
-        f"{name}: the first firings changed (seconds after the fault; was {_recorded().get(name)}): "
-        "a changed `for`, window or threshold changes when a user is paged. If deliberate, rerun with "
-        "--update-first-firing and review tests/first_firing.yaml's diff.")
+        f"{name}: the first firings changed (seconds after the fault, per alert; was {_recorded().get(name)}): "
+        "a changed `for`, window, threshold, severity or action changes when and how a user is paged. If "
+        "deliberate, rerun with --update-first-firing and review tests/first_firing.yaml's diff.")
 
 
 def test_the_recorded_first_firings_are_the_samples():
@@ -183,6 +207,17 @@ def test_the_recorded_first_firings_are_the_samples():
     assert recorded == set(SAMPLE), (
         f"tests/first_firing.yaml: not in the sample: {sorted(recorded - set(SAMPLE))}; not recorded: "
         f"{sorted(set(SAMPLE) - recorded)} (rerun tests/test_holds.py with --update-first-firing)")
+
+
+def test_every_alert_of_the_rules_is_held(rendered):
+    """Every alert of the rendered rules has a recorded first firing, with its severity and action, in a
+    scenario of the sample: a longer `for` or another severity of a mode's second alert shows too."""
+    files = (rendered / "alerts" / "prometheus").glob("*.yaml")
+    alerts = {r["alert"] for f in files for g in yaml.safe_load(f.read_text())["groups"] for r in g["rules"] if "alert" in r}
+    held = {alert.split("{")[0] for found in _recorded().values() for firsts in found.values() for alert in firsts}
+    assert alerts and alerts <= held, (
+        f"no scenario of the holds' sample fires {sorted(alerts - held)}: add the cheapest scenario that expects it "
+        "to PER_ALERT (tests/test_holds.py), or write one (fixtures/README.md)")
 
 
 def test_the_sample_covers_every_failure_mode_of_the_catalog():
