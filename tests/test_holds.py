@@ -1,9 +1,11 @@
-"""Every failure mode's hold, in `make test`: for each mode of the catalog, the cheapest scenario that
-expects it is replayed through promtool on the rules its expected alerts need (the alerts and every
-record they read, transitively, and the alerts their ALERTS selectors can match), in the rendered order, so each
-alert computes exactly what the whole rule set computes. The first firing of every expectation must lie in
-its window and equal the one recorded in tests/first_firing.yaml: a longer or shorter `for`, window or
-threshold shows as a changed page time, to be reviewed like a changed rendered file.
+"""Every alert's hold, in `make test`: for each mode of the catalog, the cheapest scenario that expects it
+(and PER_ALERT's, for the alerts of a mode that scenario does not fire) is replayed through promtool on the
+rules its expected alerts need (the alerts and every record they read, transitively, and the alerts their
+ALERTS selectors can match), in the rendered order, so each alert computes exactly what the whole rule set
+computes. The first firing of every expectation must lie in its window, and that of each alert of its mode
+firing for it, named with its severity and action, equal the one recorded in tests/first_firing.yaml: a longer
+or shorter `for`, window or threshold, another severity or action shows as a changed page, to be reviewed like
+a changed rendered file.
 
 CI replays every scenario on the whole rule set (tests/test_scenarios.py, test_victoriametrics.py); this
 file is what `make test` can afford for all of them (a fraction of the rules, a sample of scenarios).
