@@ -46,8 +46,8 @@ CATALOG, SCENARIOS = _scenarios()
 # The alerts of a mode that its cheapest scenario does not fire, each by the cheapest scenario that does (a mode
 # with several alerts: its critical and warning halves). test_every_alert_of_the_rules_is_held holds that together
 # with the per-mode sample they fire every alert of the rendered rules.
-PER_ALERT = {"GPUMemoryRemapCritical": "memory-remap-failure", "GPUXIDErrorCritical": "xid-119-gsp-timeout",
-             "GPUXIDErrorInfo": "xid-31-mmu-fault"}
+PER_ALERT = {"GPUMemoryRemapCritical": "memory-retired-pages-v100", "GPUXIDErrorCritical": "xid-119-gsp-timeout",
+             "GPUXIDErrorWarning": "memory-remap-pending", "GPUXIDErrorInfo": "xid-31-mmu-fault"}
 
 
 def sample() -> list[str]:
