@@ -7,7 +7,9 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import tomllib
+from pathlib import Path
 
 from _pytest.mark.expression import Expression
 
@@ -26,16 +28,15 @@ SHARDING = "tests/test_sharding.py::test_two_shards_and_the_global_tier_alert_as
 
 
 def every_test() -> dict[str, set[str]]:
-    """{test id: its marks} of every test of the suite, whatever its marks."""
-    out = ROOT / ".pytest-marks.json"
-    try:
+    """{test id: its marks} of every test of the suite, whatever its marks (each call its own file: the tests
+    calling it may run at once in two pytest-xdist workers)."""
+    with tempfile.TemporaryDirectory(prefix="rulesgen-marks-") as tmp:
+        out = Path(tmp) / "marks.json"
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
                                "--collect-only", "-m", "", "--marks-to", str(out)], cwd=ROOT, capture_output=True,
                               text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return {test: set(marks) for test, marks in json.loads(out.read_text()).items()}
-    finally:
-        out.unlink(missing_ok=True)
 
 
 def pytest_args(target: str, *variables: str) -> list[str]:
