@@ -70,7 +70,7 @@ test-package: $(STAMP) tools
 	$(PYTEST) -q -m package tests/test_package.py
 
 # The equality proofs (marker equality): two shards and a global tier against one server on each failure
-# mode at each scrape interval of the multi-node scenarios (49 of 80, the others in make test-exhaustive;
+# mode at each scrape interval of the multi-node scenarios (49 of 81, the others in make test-exhaustive;
 # tests/test_sharding.py, 3 promtool replays each: one server, both shards in one run, the global tier), the
 # SLO rules over their synthetic fleets (tests/test_slos.py: records and alerts), the regrouped files against
 # the unsplit ones, one shard plus the global tier, the live rules against every rule (tests/test_live_rules.py:

@@ -5,7 +5,7 @@ as one server over everything (tests/shard_equality.py says how, on promtool).
 
 The proof is a longer suite, outside `make test` (each scenario is three promtool replays: one server, both shards in one run, the global tier): `make
 test-sharding` (marker `equality`, in every CI run) replays PROVEN below (each failure mode at each scrape
-interval, 49 of the 80 multi-node scenarios) and the checks that the harness can fail; `make test-exhaustive`
+interval, 49 of the 81 multi-node scenarios) and the checks that the harness can fail; `make test-exhaustive`
 (marker exhaustive, on demand) the others; `pytest -m sharding_quick tests/test_sharding.py` (a quicker loop):
 the cross-shard scenarios, those the proof once caught and one scenario for each failure mode they leave. The
 one-server replay is the scenario's own promtool test, so CI's tests/test_scenarios.py leaves PROVEN (marker
