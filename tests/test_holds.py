@@ -106,9 +106,9 @@ def _onset_listing(s, i: int, e) -> dict:
 def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdir: Path) -> list[list[dict[str, int]]]:
     """Per scenario, per expectation of it, the first firing (seconds from the start) of each alert of its mode
     that matches it, on the rules its modes need; for a repeated expectation (promtool_tests.repeats), each
-    one's first new onset since its `after`. Several
-    scenarios replay as one batch (tests/batches.py, on the rules all their modes need: each alert still
-    computes what the whole rule set computes); a batch promtool fails is replayed scenario by scenario."""
+    one's first new onset since its `after`. Several scenarios replay as one batch (tests/batches.py, on the
+    rules all their modes need: each alert still computes what the whole rule set computes); a batch promtool
+    fails is replayed scenario by scenario."""
     docs = [batches.load(f) for f in test_files]
     files = [Path(f) for f in docs[0]["rule_files"]]
     cut = needed_rules(files, {e.failure_mode for s in scenarios for e in s.expect})
