@@ -111,12 +111,13 @@ def test_a_bit_that_is_not_a_power_of_two_fails_on_its_line(tmp_path):
 
 
 def test_a_bit_value_or_name_given_twice_fails_on_the_second(tmp_path):
-    # two bits no signal reads (renaming a bit a signal reads is also that signal's error: see below)
-    d, p = bad_bits(tmp_path, "{value: 16, name: sync_boost", "{value: 8, name: hw_slowdown")
-    first, second = line_of(p, "value: 8,"), line_of(p, "value: 8,") + 1
+    # the idle bit, which no signal reads by name, turned into the next (renaming a bit a signal reads is also
+    # that signal's error: see below)
+    d, p = bad_bits(tmp_path, "{value: 1, name: gpu_idle", "{value: 2, name: clocks_setting")
+    first, second = line_of(p, "value: 2,"), line_of(p, "value: 2,") + 1
     assert errors_of(load_catalog, d) == [
-        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 8 already defined on line {first}",
-        f"{p}:{second}:22: error[duplicate-id]: metric {CLOCK}: bit name 'hw_slowdown' already defined on line {first}",
+        f"{p}:{second}:12: error[duplicate-id]: metric {CLOCK}: bit value 2 already defined on line {first}",
+        f"{p}:{second}:22: error[duplicate-id]: metric {CLOCK}: bit name 'clocks_setting' already defined on line {first}",
     ]
 
 
@@ -305,7 +306,10 @@ def test_signals_test_clock_bits_by_name(tmp_path):
     d, p = bad_bits(tmp_path, "name: hw_thermal,", "name: hw_thermal_slowdown,")
     with pytest.raises(RulesgenError) as info:
         load_catalog(d)
-    [diag] = [x for x in info.value.diagnostics if "hw_thermal" in x.message]
+    diags = [x for x in info.value.diagnostics if "hw_thermal" in x.message]
+    assert sorted(x.message.split(":", 1)[1].split(":")[0] for x in diags) == [
+        "dcgm_clock_event_thermal", "dcgm_sm_clock_unconstrained"]  # each signal that reads the bit
+    [diag] = [x for x in diags if "gpu:dcgm_clock_event_thermal:active" in x.message]
     sig = d / "signals.yaml"
     assert diag.path == str(sig) and diag.code == "unknown-bit"
     assert diag.line == line_of(sig, f"bit.{CLOCK}.hw_thermal")

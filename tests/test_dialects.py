@@ -18,9 +18,10 @@ from rulesgen.load.scenarios import STALE, Scenario, expand, load_scenario
 
 SCENARIOS = ROOT / "fixtures" / "scenarios"
 
-# (scenario, dialect): the cells CI replays (`make test-all-cells`). Each axis meets the scenarios that
+# (scenario, dialect): the cells CI replays (`make test-dialects-all`). Each axis meets the scenarios that
 # exercise it: renamed fields and units (utilisation ratio, Hz clocks, byte framebuffer), the lower-case
-# host label (per-node comparisons, a node leaving), each XID and clock-event input, and 15/60 s scrapes
+# host label (per-node comparisons, a node leaving), each XID and clock-event input (the onset counter on a
+# GPU at its power cap, whose SM clock the baseline must not read as its own), and 15/60 s scrapes
 # on the rules with the shortest windows. `make test` replays QUICK, one cell per dialect (the normal-load
 # cells run in CI), to stay within its budget; the others are marked slow (make test-dialects-all).
 ALL_CELLS = [
@@ -34,6 +35,7 @@ ALL_CELLS = [
     ("xid-119-gsp-timeout", "exporter-4.9"),
     ("telemetry-frozen-hostengine-hang", "exporter-4.9"),
     ("nvlink-fabric-gb200-nvl72", "exporter-4.9"),
+    ("baseline-normal-job-change", "exporter-4.9"),
     ("gpu-lost-xid79", "xid-count"),
     ("xid-31-mmu-fault", "xid-count"),
     ("power-anomaly-hw-brake", "clock-count"),
@@ -164,6 +166,32 @@ def test_clock_count_turns_the_bitmask_into_clock_event_series(catalog):
     events = {series_labels(x)["clock_event"] for x, _ in t.series if x.startswith("DCGM_EXP_CLOCK_EVENTS_TOTAL{")}
     assert "hw_power_brake" in events
     assert not any(x.startswith("DCGM_FI_DEV_CLOCKS_EVENT_REASONS{") for x, _ in t.series)
+
+
+def test_clock_count_counts_the_samples_a_reason_was_set_in_and_total_its_onsets(catalog):
+    """dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT counts every value DCGM sampled (each collect interval, 30 s
+    by default) within its window with the bit set, so a reason that stays set keeps counting;
+    DCGM_EXP_CLOCK_EVENTS_TOTAL counts only the onsets (a bit newly set)."""
+    s = _scenario("power-anomaly-hw-brake", catalog)
+    brake = 128
+    (gauge, bits), *_ = [(x, v) for x, v in _only(s, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
+                         if any(isinstance(b, float) and int(b) & brake for b in v)]
+    uuid = series_labels(gauge)["UUID"]
+    held = [isinstance(b, float) and bool(int(b) & brake) for b in bits]
+    assert max(sum(held[i:i + 3]) for i in range(len(held))) == 3, "the fixture holds the brake over samples"
+    count = dialects.apply(s, dialects.parse_dialect("clock-count"), catalog)
+    (counted,) = [expand(v) for x, v in count.series if x.startswith("DCGM_EXP_CLOCK_EVENTS_COUNT{")
+                  and series_labels(x).get("clock_event") == "hw_power_brake" and series_labels(x)["UUID"] == uuid]
+    window = dialects.EVENT_WINDOW // s.interval
+    per_sample = s.interval / dialects.DCGM_UPDATE
+    for i, value in enumerate(counted):
+        expected = sum(held[max(0, i - window + 1):i + 1]) * per_sample
+        assert (value or 0.0) == (float(max(1, round(expected))) if expected else 0.0), i
+    total = dialects.apply(s, dialects.parse_dialect("clock-total"), catalog)
+    (onsets,) = [expand(v) for x, v in total.series if x.startswith("DCGM_EXP_CLOCK_EVENTS_TOTAL{")
+                 and series_labels(x).get("clock_event") == "hw_power_brake" and series_labels(x)["UUID"] == uuid]
+    rises = sum(1 for i in range(1, len(held)) if held[i] and not held[i - 1])
+    assert max(v for v in onsets if isinstance(v, float)) == rises
 
 
 def test_a_scenario_naming_an_unknown_field_is_an_error(tmp_path, catalog):

@@ -22,6 +22,7 @@ from .scenarios import STALE, Scenario, expand
 HOST_LABELS = ("Hostname", "hostname")
 NEW_NAMES_SINCE = "4.9.0"   # aliases of catalog/metrics.yaml exported from this dcgm-exporter version
 EVENT_WINDOW = 300  # s: dcgm-exporter's default xid-count-window-size / clock-events-count-window-size
+DCGM_UPDATE = 30    # s: dcgm-exporter's default collect interval (-c 30000), the rate DCGM samples its watched fields at
 SCRAPES = (15, 30, 60)
 
 AXES = {
@@ -31,7 +32,7 @@ AXES = {
     "xid-count": "DCGM_EXP_XID_ERRORS_COUNT (windowed count per xid) instead of the XID gauge",
     "xid-total": "DCGM_EXP_XID_ERRORS_TOTAL (counter per xid, from the first event; >= 4.8.3) instead of the XID gauge",
     "nvlink-entity": "NVLink fields sent per link as NVLink entities (labels gpu_uuid, model_name, nvlink)",
-    "clock-count": "DCGM_EXP_CLOCK_EVENTS_COUNT (windowed count per clock_event) instead of the bitmask",
+    "clock-count": "DCGM_EXP_CLOCK_EVENTS_COUNT (per clock_event, the samples its bit was set in within the window) instead of the bitmask",
     "clock-total": "DCGM_EXP_CLOCK_EVENTS_TOTAL (counter per clock_event) instead of the bitmask",
     **{f"scrape-{s}s": f"samples every {s} s" + (" (each 30 s collection seen twice)" if s == 15 else "") for s in SCRAPES},
 }
@@ -236,10 +237,11 @@ def _carriers(series: list, names: tuple[str, ...], drop: tuple[str, ...]):
     return others, groups
 
 
-def _events(members: list, slots: int, codes_of) -> tuple[list[list[int]], list[set[str]]]:
-    """Per slot: the codes that newly appeared (events) and the label sets present (carriers)."""
+def _events(members: list, slots: int, codes_of) -> tuple[list[list[int]], list[set[str]], list[set[int]]]:
+    """Per slot: the codes that newly appeared (events), the label sets present (carriers) and the codes set."""
     events: list[list[int]] = [[] for _ in range(slots)]
     present: list[set[str]] = [set() for _ in range(slots)]
+    held: list[set[int]] = [set() for _ in range(slots)]
     last: set[int] | None = None
     for i in range(slots):
         codes: set[int] = set()
@@ -253,17 +255,22 @@ def _events(members: list, slots: int, codes_of) -> tuple[list[list[int]], list[
             codes |= codes_of(v)
         if not seen:
             continue
+        held[i] = codes
         if last is not None:
             events[i] = sorted(codes - last)
         last = codes
-    return events, present
+    return events, present, held
 
 
-def _event_series(others, groups, slots, interval, kind, metric, label, codes_of, names_of, drop):
+def _event_series(others, groups, slots, interval, kind, metric, label, codes_of, names_of, drop, count_held=False):
+    """The event counters of dcgm-exporter's collectors: `total` counts onsets (a code newly set), `count` the
+    onsets within its window, or with count_held the samples a code was set in within it (the clock-events
+    count collector counts every value DCGM sampled in the window with the bit set: a reason that stays set
+    keeps counting)."""
     window = max(1, EVENT_WINDOW // interval)
     out = list(others)
     for members in groups.values():
-        events, present = _events(members, slots, codes_of)
+        events, present, held = _events(members, slots, codes_of)
         made: dict[str, list] = {}
 
         def put(series, i, value):
@@ -287,8 +294,9 @@ def _event_series(others, groups, slots, interval, kind, metric, label, codes_of
                 else:
                     recent = {}
                     for j in range(max(0, i - window + 1), i + 1):
-                        for c in events[j]:
-                            recent[c] = recent.get(c, 0) + 1
+                        for c in (held[j] if count_held else events[j]):
+                            recent[c] = recent.get(c, 0) + (interval / DCGM_UPDATE if count_held else 1)
+                    recent = {c: float(max(1, round(n))) for c, n in recent.items()}
                     if not recent:
                         put(_with_name(carrier, metric, drop), i, 0.0)
                     for c, n in recent.items():
@@ -348,7 +356,7 @@ def _clock_series(series, kind, interval, catalog):
     labels = _clock_event_bits(catalog) if groups else {}
     return _event_series(others, groups, slots, interval, kind, metric, "clock_event",
                          lambda v: {b for b in labels if isinstance(v, float) and int(v) & b},
-                         lambda b: labels[b], ())
+                         lambda b: labels[b], (), count_held=True)
 
 
 def _clock_event_bits(catalog: Catalog) -> dict[int, str]:
