@@ -22,8 +22,9 @@ SCENARIOS = ROOT / "fixtures" / "scenarios"
 # exercise it: renamed fields and units (utilisation ratio, Hz clocks, byte framebuffer), the lower-case
 # host label (per-node comparisons, a node leaving), each XID and clock-event input (the onset counter on a
 # GPU at its power cap, whose SM clock the baseline must not read as its own), and 15/60 s scrapes
-# on the rules with the shortest windows. `make test` replays QUICK, one cell per dialect (the normal-load
-# cells run in CI), to stay within its budget; the others are marked slow (make test-dialects-all).
+# on the rules with the shortest windows (and a loss that turns +Inf, then NaN, seen twice at 15 s).
+# `make test` replays QUICK, one cell per dialect (the normal-load cells run in CI), to stay within its
+# budget; the others are marked slow (make test-dialects-all).
 ALL_CELLS = [
     ("misleading-utilization", "exporter-4.9"),
     ("gpu-idle-allocated", "exporter-4.9"),
@@ -42,6 +43,7 @@ ALL_CELLS = [
     ("nvlink-errors-crc-replay", "nvlink-entity+hostname"),
     ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
     ("xid-31-mmu-fault", "exporter-4.8.2"),
+    ("loss-nan-fp16-overflow", "exporter-4.8.2"),
     ("normal-inference-bursty", "exporter-4.8.2"),
     ("dataloader-starvation", "prometheus-default"),
     ("pcie-errors-replay", "prometheus-default"),
@@ -85,6 +87,8 @@ def test_encode_round_trips_promtool_notation():
     values = [1.0, 1.0, 1.0, None, None, STALE, 2.5, 0.97, 0.97, None]
     assert dialects.encode(values) == "1x2 _x2 stale 2.5 0.97x1 _"
     assert expand(dialects.encode(values)) == values
+    inf = float("inf")
+    assert dialects.encode([2.5, 2.5, inf, inf, -inf, -inf]) == "2.5x1 Inf Inf -Inf -Inf"  # promtool has no Infx1
 
 
 def test_unknown_dialect_is_an_error_with_a_suggestion():

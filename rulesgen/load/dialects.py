@@ -120,6 +120,8 @@ def encode(values: list) -> str:
             out.append("stale")
         elif v is None:
             out.append("_" if run == 1 else f"_x{run}")
+        elif v != v or v in (float("inf"), float("-inf")):
+            out += [_number(v)] * run  # promtool reads `Infx3` as one unknown word: no runs of Inf or NaN
         else:
             text = _number(v)
             out.append(text if run == 1 else f"{text}x{run - 1}")
