@@ -40,6 +40,7 @@ def same(a, b):
     ([1234567], "1234567"),
     ([0.25, 0.5], "0.25 0.5"),
     ([float("nan"), float("inf"), float("-inf")], "NaN +Inf -Inf"),   # as promtool spells them
+    ([float("inf"), float("inf"), 2, 2], "+Inf +Inf 2x1"),             # promtool cannot read +Infx1
     ([3, 3, 4, 5, 6], "3x1 4+1x2"),                    # runs are taken greedily from the left
     ([1, 2, 3, 3], "1+1x2 3"),
 ])
