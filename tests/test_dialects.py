@@ -21,7 +21,8 @@ SCENARIOS = ROOT / "fixtures" / "scenarios"
 # (scenario, dialect): the cells CI replays (`make test-dialects-all`). Each axis meets the scenarios that
 # exercise it: renamed fields and units (utilisation ratio, Hz clocks, byte framebuffer), the lower-case
 # host label (per-node comparisons, a node leaving), each XID and clock-event input (the onset counter on a
-# GPU at its power cap, whose SM clock the baseline must not read as its own), and 15/60 s scrapes
+# GPU at its power cap, whose SM clock the baseline must not read as its own; the windowed count of a GPU
+# touching its thermal limit for a minute), and 15/60 s scrapes
 # on the rules with the shortest windows (and a loss that turns +Inf, then NaN, seen twice at 15 s).
 # `make test` replays QUICK, one cell per dialect (the normal-load cells run in CI), to stay within its
 # budget; the others are marked slow (make test-dialects-all).
@@ -40,6 +41,7 @@ ALL_CELLS = [
     ("gpu-lost-xid79", "xid-count"),
     ("xid-31-mmu-fault", "xid-count"),
     ("power-anomaly-hw-brake", "clock-count"),
+    ("normal-thermal-touch", "clock-count"),
     ("nvlink-errors-crc-replay", "nvlink-entity+hostname"),
     ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
     ("xid-31-mmu-fault", "exporter-4.8.2"),
