@@ -104,6 +104,9 @@ def check_history(points, query, end: int) -> None:
     assert {g: [v for _, v in s] for g, s in count.items()} == {str(g): [24] for g in range(GPUS)}
     assert {g: [v for _, v in s] for g, s in total.items()} == {
         str(g): [sum(expected_hourly(g, h) for h in hours)] for g in range(GPUS)}
+    squares = points(f'{conventions.BASELINE_DAILY_SUMSQ}{{signal="gpu_temp"}}', end, after)
+    assert {g: [pytest.approx(v) for _, v in s] for g, s in squares.items()} == {
+        str(g): [sum(expected_hourly(g, h) ** 2 for h in hours)] for g in range(GPUS)}
     from rulesgen.builders.baselines import history_mean_expr
     from rulesgen.catalog import bundled_catalog_dir, load_catalog
     from rulesgen.load.settings import Settings

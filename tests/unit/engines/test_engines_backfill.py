@@ -74,3 +74,20 @@ def test_the_daily_subquery_holds_the_days_24_hours_at_any_group_offset(tmp_path
     path.write_text(yaml.safe_dump(test))
     result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+VM_MAX_QUERY_LEN = 16384  # bytes: VictoriaMetrics' default -search.maxQueryLen (app/vmselect: longer is a 422)
+
+
+def test_every_query_fits_victoriametrics_default_query_length(tmp_path):
+    """vmalert sends each rule's query to VictoriaMetrics as it is; the backfill's queries inline every record
+    they read, so they are the longest. Each must fit the default -search.maxQueryLen, or the backfill (and
+    that rule on vmalert) fails with "too long query" (the daily sum of squares once held three copies of the
+    hourly query: 16,598 bytes)."""
+    rules = _rules(tmp_path, "slos:\n  gpu_capacity: {}\n  training_time: {}\n  job_success: {}\n")
+    queries = [(f.path, r.record or r.alert, r.expr) for f in (*rules.files, *bf.backfill_files(rules, 60))
+               for g in f.groups for r in g.rules]
+    too_long = [(path, name, len(expr.encode())) for path, name, expr in queries
+                if len(expr.encode()) > VM_MAX_QUERY_LEN]
+    assert not too_long, too_long
+    assert max(len(expr.encode()) for *_, expr in queries) > VM_MAX_QUERY_LEN / 2  # the check reads the long ones
