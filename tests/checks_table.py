@@ -160,6 +160,9 @@ TABLE = {
                           one_group("  - record: a:xid:count\n    expr: count_over_time(gpu:dcgm_xid:onset[1d])\n")),
     "instant-slow-record": (SLOW.format(read="gpu:slow:mean"), {}, (12, 5),
                             SLOW.format(read="last_over_time(gpu:slow:mean[2h])")),
+    # one byte over VictoriaMetrics' default -search.maxQueryLen (16,384), and its twin at the limit
+    "query-length": (one_group("  - record: a:b:c\n    expr: up{job=~\"" + "x" * 16374 + "\"}\n"), {}, (5, 5),
+                     one_group("  - record: a:b:c\n    expr: up{job=~\"" + "x" * 16373 + "\"}\n")),
     "alert-for": (one_group("  - alert: Hot\n    expr: vector(1)\n"), {}, (4, 5),
                   one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n")),
     "value-in-label": (one_group("  - alert: Hot\n    expr: vector(1)\n    for: 5m\n    labels:\n"

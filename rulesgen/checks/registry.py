@@ -6,7 +6,7 @@ from . import (
     alert_for, alert_identity, alerts_reader_mixed, cluster_local, contract_annotation, contract_label, dashboard_datasource,
     dashboard_editable, dashboard_json, dashboard_link, dense_long_window, engine_field, fleet_per_pod, group_count,
     group_size, instant_slow_record, panel_counter, panel_datasource, panel_description, panel_promql,
-    panel_rate_interval, panel_series, panel_targets, panel_title, panel_unit, promql_syntax, rate_window,
+    panel_rate_interval, panel_series, panel_targets, panel_title, panel_unit, promql_syntax, query_length, rate_window,
     raw_long_window, scope_identity, template_labels, tier_local, tier_mix, timestamp_skew, value_in_label,
     variable_query, variable_refresh, variable_unused, yaml_load)
 from .base import Check
@@ -14,7 +14,7 @@ from .base import Check
 MODULES = (yaml_load, promql_syntax, rate_window, raw_long_window, dense_long_window, instant_slow_record, alert_for,
            value_in_label, contract_label, contract_annotation, fleet_per_pod, alert_identity, scope_identity, cluster_local,
            template_labels, group_size, group_count,
-           alerts_reader_mixed, engine_field, tier_local, tier_mix, timestamp_skew,
+           alerts_reader_mixed, engine_field, query_length, tier_local, tier_mix, timestamp_skew,
            # Grafana dashboards (*.json): grafana/dashboard-linter's rules that apply, then rulesgen's own
            dashboard_json, dashboard_datasource, panel_datasource, panel_description, panel_unit, panel_targets,
            panel_promql, panel_rate_interval, panel_counter, variable_query, variable_refresh, dashboard_editable,
