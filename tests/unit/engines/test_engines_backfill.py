@@ -10,6 +10,7 @@ import yaml
 from rulesgen.artifacts import plan
 from rulesgen.builders.slos import RULE_FILE
 from rulesgen.catalog import bundled_catalog_dir
+from rulesgen.checks.query_length import VM_MAX_QUERY_LEN
 from rulesgen.engines import backfill as bf
 from rulesgen.model.output import Rule, RuleGroup, RuleSet
 from rulesgen.promql.tree import recorded_names
@@ -75,8 +76,6 @@ def test_the_daily_subquery_holds_the_days_24_hours_at_any_group_offset(tmp_path
     result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
-
-VM_MAX_QUERY_LEN = 16384  # bytes: VictoriaMetrics' default -search.maxQueryLen (app/vmselect: longer is a 422)
 
 
 def test_every_query_fits_victoriametrics_default_query_length(tmp_path):
