@@ -270,9 +270,11 @@ def _event_series(others, groups, slots, interval, kind, metric, label, codes_of
     count collector counts every value DCGM sampled in the window with the bit set: a reason that stays set
     keeps counting)."""
     window = max(1, EVENT_WINDOW // interval)
+    weight = interval / DCGM_UPDATE if count_held else 1  # each sample stands for this many DCGM samples
     out = list(others)
     for members in groups.values():
         events, present, held = _events(members, slots, codes_of)
+        counted = held if count_held else events
         made: dict[str, list] = {}
 
         def put(series, i, value):
@@ -296,8 +298,8 @@ def _event_series(others, groups, slots, interval, kind, metric, label, codes_of
                 else:
                     recent = {}
                     for j in range(max(0, i - window + 1), i + 1):
-                        for c in (held[j] if count_held else events[j]):
-                            recent[c] = recent.get(c, 0) + (interval / DCGM_UPDATE if count_held else 1)
+                        for c in counted[j]:
+                            recent[c] = recent.get(c, 0) + weight
                     recent = {c: float(max(1, round(n))) for c, n in recent.items()}
                     if not recent:
                         put(_with_name(carrier, metric, drop), i, 0.0)
