@@ -59,6 +59,17 @@ FABRIC_FOR = "        for: 3m\n        for_source: >-\n          Heuristic: a de
 DBE_SEVERITY = "      - severity: critical\n        action: drain\n        for: 1m\n        for_source: >-\n          A double-bit"
 EXPORTER_FOR = "        for: 5m\n        for_source: >-\n          Heuristic: a dcgm-exporter DaemonSet rollout"
 
+THERMAL_BITS = "          or avg_over_time(gpu:dcgm_clock_event_thermal:active[[ w.recent ]]) >= [[ t.throttled_share ]]\n"
+STRAGGLER_JOB = ("          max by ([[ gpu ]]) (quantile_over_time(0.5, gpu:dcgm_sm_clock_vs_job:ratio[[ w.median ]]) < [[ t.clock_ratio ]])\n"
+                 "          or ")
+TEMP_MIN_DELTA = "    min_delta:\n      value: 5\n      source: >-\n        Healthy GPUs of one node"
+PEER_Z = "      - name: peer_z\n        value: 3.5\n"
+BASELINE_FOR = "        for: 15m\n        for_source: >-\n          Early warning hours or days ahead"
+THERMAL_FOR = "        for: 2m\n        for_source: >-\n          The conditions are medians or shares over 4 minutes"
+COVER_EQUAL = '"equal": list(scope["gpu"])})\n    for slo'
+PANEL_ID = "conventions.failure_mode_panel_id(view.index_in_group)"
+KEEP_FIRING = "keep_firing_for_seconds=settings.keep_firing_for if identity else 0"
+
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
           "gpu:dcgm_ecc_dbe_volatile:max > [[ t.errors ]]", "gpu:dcgm_ecc_dbe_volatile:max < [[ t.errors ]]"),
@@ -97,6 +108,22 @@ PLANTS = [
     Plant("exporter_down alert: for 5m doubled to 10m", FM, EXPORTER_FOR, EXPORTER_FOR.replace("for: 5m", "for: 10m")),
     Plant("memory_remap critical alert: action drain made investigate", FM, REMAP_ACTION,
           REMAP_ACTION.replace("action: drain", "action: investigate")),
+    # 2026-12-02: a threshold, a clause, a window, a hold, an inhibition, a link (plants 1-22 held each alert's for and labels)
+    Plant("thermal_throttling: the clock-event bits clause dropped (temperature only)", FM, THERMAL_BITS, ""),
+    Plant("straggler: the job-peers clause dropped (node peers only)", FM, STRAGGLER_JOB, ""),
+    Plant("SLO page tier: long window 1h made 2h", "catalog/slos.yaml",
+          "    long: 1h\n    short: 5m\n", "    long: 2h\n    short: 5m\n"),
+    Plant("baseline gpu_temp: min_delta 5 C made 8 C", "catalog/baselines.yaml", TEMP_MIN_DELTA,
+          TEMP_MIN_DELTA.replace("value: 5", "value: 8")),
+    Plant("baseline peers: peer_z 3.5 made 5", FM, PEER_Z, PEER_Z.replace("3.5", "5")),
+    Plant("baseline_deviation alert: for 15m doubled to 30m", FM, BASELINE_FOR, BASELINE_FOR.replace("15m", "30m")),
+    Plant("thermal_throttling alert: for 2m doubled to 4m", FM, THERMAL_FOR, THERMAL_FOR.replace("2m", "4m")),
+    Plant("Alertmanager: a cover's inhibition equal on the node, not the GPU", "rulesgen/builders/alertmanager.py",
+          COVER_EQUAL, COVER_EQUAL.replace('"gpu"', '"node"')),
+    Plant("dashboard_url: the panel one after the alert's", "rulesgen/builders/rules.py", PANEL_ID,
+          PANEL_ID.replace("view.index_in_group", "view.index_in_group + 1")),
+    Plant("identity alerts: keep_firing_for dropped", "rulesgen/builders/rules.py", KEEP_FIRING,
+          "keep_firing_for_seconds=0"),
 ]
 
 
