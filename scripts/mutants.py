@@ -70,6 +70,12 @@ COVER_EQUAL = '"equal": list(scope["gpu"])})\n    for slo'
 PANEL_ID = "conventions.failure_mode_panel_id(view.index_in_group)"
 KEEP_FIRING = "keep_firing_for_seconds=settings.keep_firing_for if identity else 0"
 
+THERMAL_MEDIAN = "quantile_over_time(0.5, gpu:dcgm_gpu_temp:max[[ w.recent ]]) >= on"
+FROZEN_BUSY = ("\n                  and on ([[ gpu_id ]]) min_over_time(gpu:dcgm_gpu_util:ratio[[ t.window | window ]]) > 0")
+FROZEN_SERVED = "\n            and on ([[ gpu_id ]]) gpu:dcgm_power_usage:max offset [[ t.window | duration ]]"
+TEMP_BUSY = ("    value: quantile_over_time(0.5, gpu:dcgm_gpu_temp:max[[ short_range ]])\n    busy_only: true\n")
+STRAGGLER_RATIO = "      - name: clock_ratio\n        value: 0.8\n"
+
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
           "gpu:dcgm_ecc_dbe_volatile:max > [[ t.errors ]]", "gpu:dcgm_ecc_dbe_volatile:max < [[ t.errors ]]"),
@@ -124,6 +130,14 @@ PLANTS = [
           PANEL_ID.replace("view.index_in_group", "view.index_in_group + 1")),
     Plant("identity alerts: keep_firing_for dropped", "rulesgen/builders/rules.py", KEEP_FIRING,
           "keep_firing_for_seconds=0"),
+    # 2026-12-02: rules made more sensitive, each caught only by a quiet claim (a normal scenario) or an earlier firing
+    Plant("thermal_throttling: the temperature's median made its 90th percentile", FM, THERMAL_MEDIAN,
+          THERMAL_MEDIAN.replace("0.5", "0.9")),
+    Plant("telemetry_frozen: the busy guard of the bit-identical reading dropped", FM, FROZEN_BUSY, ""),
+    Plant("telemetry_frozen: the 'served 10 minutes ago' guard dropped", FM, FROZEN_SERVED, ""),
+    Plant("baseline gpu_temp: busy_only off (an idle night reads as a cooler GPU)", "catalog/baselines.yaml", TEMP_BUSY,
+          TEMP_BUSY.replace("true", "false")),
+    Plant("straggler: clock_ratio 0.8 made 0.95", FM, STRAGGLER_RATIO, STRAGGLER_RATIO.replace("0.8", "0.95")),
 ]
 
 
