@@ -73,7 +73,6 @@ KEEP_FIRING = "keep_firing_for_seconds=settings.keep_firing_for if identity else
 THERMAL_MEDIAN = "quantile_over_time(0.5, gpu:dcgm_gpu_temp:max[[ w.recent ]]) >= on"
 FROZEN_BUSY = ("\n                  and on ([[ gpu_id ]]) min_over_time(gpu:dcgm_gpu_util:ratio[[ t.window | window ]]) > 0")
 FROZEN_SERVED = "\n            and on ([[ gpu_id ]]) gpu:dcgm_power_usage:max offset [[ t.window | duration ]]"
-TEMP_BUSY = ("    value: quantile_over_time(0.5, gpu:dcgm_gpu_temp:max[[ short_range ]])\n    busy_only: true\n")
 STRAGGLER_RATIO = "      - name: clock_ratio\n        value: 0.8\n"
 
 PLANTS = [
@@ -135,8 +134,8 @@ PLANTS = [
           THERMAL_MEDIAN.replace("0.5", "0.9")),
     Plant("telemetry_frozen: the busy guard of the bit-identical reading dropped", FM, FROZEN_BUSY, ""),
     Plant("telemetry_frozen: the 'served 10 minutes ago' guard dropped", FM, FROZEN_SERVED, ""),
-    Plant("baseline gpu_temp: busy_only off (an idle night reads as a cooler GPU)", "catalog/baselines.yaml", TEMP_BUSY,
-          TEMP_BUSY.replace("true", "false")),
+    Plant("baselines: the same-load guard dropped (a heavier job reads as a hotter GPU)", "rulesgen/builders/baselines.py",
+          "    if usual:\n        lines.append(", "    if False:\n        lines.append("),
     Plant("straggler: clock_ratio 0.8 made 0.95", FM, STRAGGLER_RATIO, STRAGGLER_RATIO.replace("0.8", "0.95")),
 ]
 
