@@ -75,6 +75,9 @@ FROZEN_BUSY = ("\n                  and on ([[ gpu_id ]]) min_over_time(gpu:dcgm
 FROZEN_SERVED = "\n            and on ([[ gpu_id ]]) gpu:dcgm_power_usage:max offset [[ t.window | duration ]]"
 STRAGGLER_RATIO = "      - name: clock_ratio\n        value: 0.8\n"
 
+IDLE_POD = '\n          and on ([[ gpu_id ]]) gpu:dcgm_workload:info{[[ pod ]]!=""}'
+COLLAPSE_BUSY = '\n            and min_over_time(gpu:dcgm_gpu_util:ratio[[ w.collapse ]]) >= [[ t.busy_util ]]'
+
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
           "gpu:dcgm_ecc_dbe_volatile:max > [[ t.errors ]]", "gpu:dcgm_ecc_dbe_volatile:max < [[ t.errors ]]"),
@@ -137,6 +140,8 @@ PLANTS = [
     Plant("baselines: the same-load guard dropped (a heavier job reads as a hotter GPU)", "rulesgen/builders/baselines.py",
           "    if usual:\n        lines.append(", "    if False:\n        lines.append("),
     Plant("straggler: clock_ratio 0.8 made 0.95", FM, STRAGGLER_RATIO, STRAGGLER_RATIO.replace("0.8", "0.95")),
+    Plant("gpu_idle_allocated: the allocated-pod condition dropped (every idle GPU)", FM, IDLE_POD, ""),
+    Plant("power_anomaly: the collapse clause's busy guard dropped", FM, COLLAPSE_BUSY, ""),
 ]
 
 

@@ -19,7 +19,8 @@ from test_holds import CATALOG, SCENARIOS, needed_rules
 LOOK_ALIKES = {
     "normal-allreduce-stall": ("dataloader_starvation", "step_time_straggler", "straggler"),  # a stall on every GPU
     "normal-exporter-restart-counter-reset": ("ecc_correctable_rate", "ecc_uncorrectable", "exporter_down",
-                                              "nvlink_errors", "pcie_errors"),  # a driver reload resets counters
+                                              "nvlink_errors", "pcie_errors",   # a driver reload resets counters
+                                              "power_anomaly"),                 # a job ends: power and clocks drop
     "normal-frozen-lookalikes": ("telemetry_frozen",),   # idle GPUs with constant readings, a quantised power gauge
     "normal-hard-loss-lookalikes-60s": ("gpu_lost",),    # an exporter restart, a node drained, MIG reconfigured
     "normal-idle-node": ("gpu_idle_allocated",),         # idle GPUs with no pod
