@@ -78,6 +78,8 @@ STRAGGLER_RATIO = "      - name: clock_ratio\n        value: 0.8\n"
 IDLE_POD = '\n          and on ([[ gpu_id ]]) gpu:dcgm_workload:info{[[ pod ]]!=""}'
 COLLAPSE_BUSY = '\n            and min_over_time(gpu:dcgm_gpu_util:ratio[[ w.collapse ]]) >= [[ t.busy_util ]]'
 
+LOSS_RATIO = '      - name: ratio\n        value: 1.2\n'
+
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
           "gpu:dcgm_ecc_dbe_volatile:max > [[ t.errors ]]", "gpu:dcgm_ecc_dbe_volatile:max < [[ t.errors ]]"),
@@ -142,6 +144,7 @@ PLANTS = [
     Plant("straggler: clock_ratio 0.8 made 0.95", FM, STRAGGLER_RATIO, STRAGGLER_RATIO.replace("0.8", "0.95")),
     Plant("gpu_idle_allocated: the allocated-pod condition dropped (every idle GPU)", FM, IDLE_POD, ""),
     Plant("power_anomaly: the collapse clause's busy guard dropped", FM, COLLAPSE_BUSY, ""),
+    Plant("loss_divergence: ratio 1.2 made 1.05", FM, LOSS_RATIO, LOSS_RATIO.replace("1.2", "1.05")),
 ]
 
 
