@@ -87,6 +87,19 @@ def needed_rules(files: list[Path], modes: set[str]) -> list[dict]:
     return out
 
 
+def on_needed_rules(docs: list[dict], modes: set[str], workdir: Path) -> list[dict]:
+    """The test documents (of one rule set) pointed at its rules cut to what `modes` need, written to workdir."""
+    cut = needed_rules([Path(f) for f in docs[0]["rule_files"]], modes)
+    paths = []
+    for k, rules in enumerate(cut):
+        paths.append(workdir / f"rules-{k}.yaml")
+        paths[-1].write_text(json.dumps(rules))
+    for doc in docs:
+        doc["rule_files"] = list(map(str, paths))
+        doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
+    return docs
+
+
 def _first_firing_listing(s) -> dict:
     """The first firing time of every alert of the replay, printed by promtool (it expects none)."""
     window = s.duration + s.evaluation_interval
@@ -109,16 +122,9 @@ def first_firings(promtool: str, test_files: list[Path], scenarios: list, workdi
     one's first new onset since its `after`. Several scenarios replay as one batch (tests/batches.py, on the
     rules all their modes need: each alert still computes what the whole rule set computes); a batch promtool
     fails is replayed scenario by scenario."""
-    docs = [batches.load(f) for f in test_files]
-    files = [Path(f) for f in docs[0]["rule_files"]]
-    cut = needed_rules(files, {e.failure_mode for s in scenarios for e in s.expect})
-    paths = []
-    for k, rules in enumerate(cut):
-        paths.append(workdir / f"rules-{k}.yaml")
-        paths[-1].write_text(json.dumps(rules))
+    docs = on_needed_rules([batches.load(f) for f in test_files], {e.failure_mode for s in scenarios for e in s.expect},
+                           workdir)
     for doc, s in zip(docs, scenarios):
-        doc["rule_files"] = list(map(str, paths))
-        doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
         doc["tests"][0]["promql_expr_test"] = [_first_firing_listing(s)] + [
             _onset_listing(s, i, e) for i, e in enumerate(s.expect) if promtool_tests.repeats(s, e)]
     if len(docs) > 1:

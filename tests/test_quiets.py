@@ -12,7 +12,7 @@ import pytest
 
 import batches
 from conftest import replay_env
-from test_holds import CATALOG, SCENARIOS, needed_rules
+from test_holds import CATALOG, SCENARIOS, on_needed_rules
 
 # normal scenario -> the modes it was written to tempt (its description names the trap); each costs 1-4 s of
 # promtool CPU on those modes' rules (measured 2026-12-02)
@@ -41,15 +41,10 @@ def test_look_alikes_are_normal_scenarios_of_catalog_modes():
 
 @pytest.mark.parametrize("name", sorted(LOOK_ALIKES))
 def test_a_look_alike_stays_quiet_on_its_modes_rules(name, rendered, promtool, tmp_path):
-    doc = batches.load(rendered / "tests" / "promtool" / f"{name}.yaml")
-    cut = needed_rules([Path(f) for f in doc["rule_files"]], set(LOOK_ALIKES[name]))
-    assert any(r.get("alert") for rules in cut for g in rules["groups"] for r in g["rules"]), f"{name}: no alert to replay"
-    doc["rule_files"] = []
-    for k, rules in enumerate(cut):
-        path = tmp_path / f"rules-{k}.yaml"
-        path.write_text(json.dumps(rules))
-        doc["rule_files"].append(str(path))
-    doc["group_eval_order"] = [g["name"] for rules in cut for g in rules["groups"]]
+    [doc] = on_needed_rules([batches.load(rendered / "tests" / "promtool" / f"{name}.yaml")], set(LOOK_ALIKES[name]),
+                            tmp_path)
+    assert any(r.get("alert") for f in doc["rule_files"] for g in json.loads(Path(f).read_text())["groups"]
+               for r in g["rules"]), f"{name}: no alert to replay"
     test = tmp_path / f"{name}.yaml"
     test.write_text(json.dumps(doc))
     proc = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True, timeout=600,
