@@ -80,6 +80,15 @@ COLLAPSE_BUSY = '\n            and min_over_time(gpu:dcgm_gpu_util:ratio[[ w.col
 
 LOSS_RATIO = '      - name: ratio\n        value: 1.2\n'
 
+HISTORY_USUAL = ('        usual = f"{recent(value_record(guard), settings, g)} / '
+                 '{recent(conventions.BASELINE_HISTORY_MEAN, settings, g)}"')
+UTIL_RATIO = "      - name: DCGM_FI_DEV_GPU_UTIL_RATIO\n        unit: ratio\n        scale: 100\n"
+XID_48 = '    name: "Double Bit ECC Error"\n    dcgm_health: fail\n    class: reset\n'
+XID_APP = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid=~"[[ xid.application ]]"})'
+LOST_SCOPE = ("max by ([[ node ]]) (gpu:dcgm_reporting:timestamp)\n"
+              "              - on ([[ node ]]) group_right () gpu:dcgm_reporting:timestamp")
+
+
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
           "gpu:dcgm_ecc_dbe_volatile:max > [[ t.errors ]]", "gpu:dcgm_ecc_dbe_volatile:max < [[ t.errors ]]"),
@@ -145,6 +154,22 @@ PLANTS = [
     Plant("gpu_idle_allocated: the allocated-pod condition dropped (every idle GPU)", FM, IDLE_POD, ""),
     Plant("power_anomaly: the collapse clause's busy guard dropped", FM, COLLAPSE_BUSY, ""),
     Plant("loss_divergence: ratio 1.2 made 1.05", FM, LOSS_RATIO, LOSS_RATIO.replace("1.2", "1.05")),
+    # 2026-12-02 (later): reference data (a bit, a unit's scale, an XID's class), routing, a scope, an off-by-one
+    Plant("baselines: the same-load guard dropped from the GPU's own history (the peers keep theirs)",
+          "rulesgen/builders/baselines.py", HISTORY_USUAL, "        usual = None"),
+    Plant("clock events: hw_thermal read from bit 0x200, not 0x40", "catalog/metrics.yaml",
+          "{value: 64, name: hw_thermal,", "{value: 512, name: hw_thermal,"),
+    Plant("Alertmanager: critical alerts routed to the ticket receiver (no page)", "catalog/alertmanager.yaml",
+          "  - severity: critical\n    receiver: page\n", "  - severity: critical\n    receiver: ticket\n"),
+    Plant("4.9 rename: DCGM_FI_DEV_GPU_UTIL_RATIO not scaled to percent", "catalog/metrics.yaml", UTIL_RATIO,
+          UTIL_RATIO.replace("scale: 100", "scale: 1")),
+    Plant("XID 48 (double-bit ECC) classed investigate, not reset (no drain)", "catalog/xid.yaml", XID_48,
+          XID_48.replace("class: reset", "class: investigate")),
+    Plant("repeated XIDs: the 5th episode in a day no longer enough (>= made >)", FM,
+          "  >= [[ t.events ]]\n", "  > [[ t.events ]]\n"),
+    Plant("application XID alert: xid dropped from by (...)", FM, XID_APP, XID_APP.replace("[[ gpu ]], xid", "[[ gpu ]]")),
+    Plant("gpu_lost: a GPU's last report compared with its fleet's newest, not its node's", FM, LOST_SCOPE,
+          LOST_SCOPE.replace("[[ node ]]", "[[ fleet ]]")),
 ]
 
 
