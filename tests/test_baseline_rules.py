@@ -185,3 +185,22 @@ def test_peers_at_the_same_median_but_a_lower_mean_power_do_not_make_a_gpu_hot(t
     pending (compared at the median it fires)."""
     bursty = " ".join(["430 430 100"] * 40) + " 430"
     _p05_alerts(71, "max", "", 0, tmp_path, promtool, power={host: bursty for host in COOL})
+
+
+def test_a_heavier_load_than_the_gpus_own_history_explains_its_heat(tmp_path, promtool):
+    """Seven days at 60 C and 600 W (hourly samples), then 75 C on two GPUs: z = 15 C / 2 C floor = 7.5 against
+    their own history. GPU 0 draws 650 W (8% above its usual power: the same load, within same_load_ratio 0.1), so
+    the deviation stands; GPU 1 draws 690 W (15% above: a heavier job, hotter for a physical reason), so it has
+    no deviation at all. The peers' guard has its own test above; this one is the history's."""
+    series = []
+    for gpu, watts in (("0", 650), ("1", 690)):
+        labels = LABELS.replace('gpu="0", UUID="GPU-0"', f'gpu="{gpu}", UUID="GPU-{gpu}"')
+        series += [{"series": f"DCGM_FI_DEV_GPU_TEMP{{{labels}}}", "values": "60x168 75x2"},
+                   {"series": f"DCGM_FI_DEV_POWER_USAGE{{{labels}}}", "values": f"600x168 {watts}x2"},
+                   {"series": f"DCGM_FI_DEV_GPU_UTIL{{{labels}}}", "values": "100x170"},
+                   {"series": f"DCGM_FI_DEV_SM_CLOCK{{{labels}}}", "values": "1980x170"},
+                   {"series": f"DCGM_FI_DEV_FB_USED{{{labels}}}", "values": "1000x170"}]
+    labels = LABELS.replace('job="dcgm-exporter", ', "") + ', signal="gpu_temp", baseline="history"'
+    check = {"expr": f'{conventions.BASELINE_DEVIATION_Z}{{baseline="history", signal="gpu_temp"}}', "eval_time": "7d1h",
+             "exp_samples": [{"labels": f"{conventions.BASELINE_DEVIATION_Z}{{{labels}}}", "value": 7.5}]}
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1h", series, [check])
