@@ -80,8 +80,8 @@ COLLAPSE_BUSY = '\n            and min_over_time(gpu:dcgm_gpu_util:ratio[[ w.col
 
 LOSS_RATIO = '      - name: ratio\n        value: 1.2\n'
 
-HISTORY_USUAL = ('        usual = f"{recent(value_record(guard), settings, g)} / '
-                 '{recent(conventions.BASELINE_HISTORY_MEAN, settings, g)}"')
+HISTORY_GUARD = ('    if guard:\n        g = _of(guard.signal)\n        usual = f"{recent(value_record(guard), settings, g)} / '
+                 '{recent(conventions.BASELINE_HISTORY_MEAN, settings, g)}"\n')
 UTIL_RATIO = "      - name: DCGM_FI_DEV_GPU_UTIL_RATIO\n        unit: ratio\n        scale: 100\n"
 XID_48 = '    name: "Double Bit ECC Error"\n    dcgm_health: fail\n    class: reset\n'
 XID_APP = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid=~"[[ xid.application ]]"})'
@@ -156,7 +156,7 @@ PLANTS = [
     Plant("loss_divergence: ratio 1.2 made 1.05", FM, LOSS_RATIO, LOSS_RATIO.replace("1.2", "1.05")),
     # 2026-12-02 (later): reference data (a bit, a unit's scale, an XID's class), routing, a scope, an off-by-one
     Plant("baselines: the same-load guard dropped from the GPU's own history (the peers keep theirs)",
-          "rulesgen/builders/baselines.py", HISTORY_USUAL, "        usual = None"),
+          "rulesgen/builders/baselines.py", HISTORY_GUARD, ""),
     Plant("clock events: hw_thermal read from bit 0x200, not 0x40", "catalog/metrics.yaml",
           "{value: 64, name: hw_thermal,", "{value: 512, name: hw_thermal,"),
     Plant("Alertmanager: critical alerts routed to the ticket receiver (no page)", "catalog/alertmanager.yaml",
