@@ -88,6 +88,10 @@ XID_APP = 'max by ([[ gpu ]], xid) (gpu:dcgm_xid:recent{xid=~"[[ xid.application
 LOST_SCOPE = ("max by ([[ node ]]) (gpu:dcgm_reporting:timestamp)\n"
               "              - on ([[ node ]]) group_right () gpu:dcgm_reporting:timestamp")
 
+SETTINGS = "rulesgen/load/settings.py"
+AM_BUILDER = "rulesgen/builders/alertmanager.py"
+AM_GROUPING = '"group_by": [cluster, host, "failure_mode"],\n            **timings,\n            "routes"'
+
 
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
@@ -170,6 +174,22 @@ PLANTS = [
     Plant("application XID alert: xid dropped from by (...)", FM, XID_APP, XID_APP.replace("[[ gpu ]], xid", "[[ gpu ]]")),
     Plant("gpu_lost: a GPU's last report compared with its fleet's newest, not its node's", FM, LOST_SCOPE,
           LOST_SCOPE.replace("[[ node ]]", "[[ fleet ]]")),
+    # 2026-12-02 (later): the labels every rule carries, the dashboards' variables, Alertmanager's grouping and scopes
+    Plant("every GPU-level rule: modelName dropped from the GPU's labels", SETTINGS,
+          'return (self.cluster_label, self.host_label, "gpu", "UUID", "modelName")',
+          'return (self.cluster_label, self.host_label, "gpu", "UUID")'),
+    Plant("node identity: cluster dropped (two clusters' nodes of one name are one node)", SETTINGS,
+          "return (self.cluster_label, self.host_label)\n", "return (self.host_label,)\n"),
+    Plant("GPU identity: UUID dropped (a GPU replaced at the same index is the same GPU)", SETTINGS,
+          'return (self.cluster_label, self.host_label, "gpu", "UUID")\n', 'return (self.cluster_label, self.host_label, "gpu")\n'),
+    Plant("dashboards: a variable's values no longer narrowed by the variables before it", "rulesgen/builders/dashboards/context.py",
+          "before = ctx.variables.matchers([k for k in declared if k in carried])", "before = ctx.variables.matchers([])"),
+    Plant("Alertmanager: the rulesgen route grouped by cluster and mode, not by node", AM_BUILDER, AM_GROUPING,
+          AM_GROUPING.replace("[cluster, host, ", "[cluster, ")),
+    Plant("Alertmanager: an SLO page inhibits its tickets in every cluster (equal dropped)", AM_BUILDER,
+          '"equal": list(slo.group_by)})', '"equal": []})'),
+    Plant("Alertmanager: a lost GPU silences its whole node (the silence's scope ignored)", AM_BUILDER,
+          '"equal": list(scope[s.scope])}', '"equal": list(scope["node"])}'),
 ]
 
 
