@@ -85,6 +85,38 @@ def test_a_catalog_without_drain_keeps_the_classes_that_drained_before(minimal_c
     assert load_catalog(minimal_catalog).xid_drain == XID_DRAIN_UNDECLARED
 
 
+APPLICATION_XIDS = {13, 31, 43, 45, 68, 109}  # the device plugin's ignore list (xid.yaml, class rule 1)
+
+
+def derived_xid_class(x) -> str:
+    """xid.yaml's six class rules (its header), first match wins, from what each entry records: its code, its
+    DCGM health verdict and the NVSentinel bucket its source quotes ("nvsentinel BUCKET (FATAL|NONFATAL)")."""
+    import re
+    found = re.search(r"nvsentinel (\w+) \((?:NON)?FATAL\)", x.source)
+    bucket = found.group(1) if found else ""
+    if x.code in APPLICATION_XIDS:
+        return "application"
+    if bucket == "CHECK_MECHANICALS":
+        return "rma"
+    if bucket in ("RESTART_BM", "RESTART_VM") or x.code == 79:
+        return "reboot"
+    if bucket in ("RESET_GPU", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR") or x.dcgm_health == "fail":
+        return "reset"
+    if bucket == "RESTART_APP":
+        return "application"
+    return "investigate"
+
+
+def test_every_xids_class_follows_from_its_sources_by_the_catalogs_rules():
+    """A class is derived, not chosen: an XID DCGM's health watches mark FAIL (48, double-bit ECC) or NVSentinel
+    resets is in a drain class, so the critical XID alert drains for it. Classed by hand instead, XID 48 as
+    investigate passed every other test (the DBE scenarios' ECC alert covers the XID alert)."""
+    assert {x.code: derived_xid_class(x) for x in BUNDLED.xids} == {x.code: x.xid_class for x in BUNDLED.xids}
+    drained = {x.code for x in BUNDLED.xids if x.xid_class in BUNDLED.xid_drain}
+    assert {48, 79, 54} <= drained and not drained & APPLICATION_XIDS
+    assert {x.code for x in BUNDLED.xids if x.dcgm_health == "fail"} - APPLICATION_XIDS <= drained
+
+
 # --- clock-event bits ----------------------------------------------------------------------------------------
 
 def test_bundled_clock_gauge_declares_its_bits_with_a_source():
