@@ -92,6 +92,10 @@ SETTINGS = "rulesgen/load/settings.py"
 AM_BUILDER = "rulesgen/builders/alertmanager.py"
 AM_GROUPING = '"group_by": [cluster, host, "failure_mode"],\n            **timings,\n            "routes"'
 
+UNKNOWN_KEY = ("    def done(self) -> None:\n        known = sorted(self.seen)\n        for key in self.node:\n"
+               "            if key not in self.seen:\n                self.errors.add(self.at(key), \"unknown-key\",\n"
+               "                                f\"{self.what}: unknown key {key!r}{_did_you_mean(key, known)}\")\n")
+
 
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
@@ -190,6 +194,15 @@ PLANTS = [
           '"equal": list(slo.group_by)})', '"equal": []})'),
     Plant("Alertmanager: a lost GPU silences its whole node (the silence's scope ignored)", AM_BUILDER,
           '"equal": list(scope[s.scope])}', '"equal": list(scope["node"])}'),
+    # 2026-12-02 (later): what guards the user's input and files, and the slowest SLO tier
+    Plant("config: an unknown key accepted silently (a typo is a default)", "rulesgen/load/mapping.py", UNKNOWN_KEY,
+          "    def done(self) -> None:\n        pass\n"),
+    Plant("render: a file edited by hand since the last render overwritten silently", "rulesgen/artifacts.py",
+          '            found.append(f"{rel} (edited since the last render)")\n', "            pass\n"),
+    Plant("SLO ticket tier: long window 3d made 1d (the slow burn's window)", "catalog/slos.yaml",
+          "    long: 3d\n    short: 6h\n", "    long: 1d\n    short: 6h\n"),
+    Plant("SLO ticket tier: short window 6h made 30m", "catalog/slos.yaml",
+          "    long: 3d\n    short: 6h\n", "    long: 3d\n    short: 30m\n"),
 ]
 
 
