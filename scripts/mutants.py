@@ -96,6 +96,8 @@ UNKNOWN_KEY = ("    def done(self) -> None:\n        known = sorted(self.seen)\n
                "            if key not in self.seen:\n                self.errors.add(self.at(key), \"unknown-key\",\n"
                "                                f\"{self.what}: unknown key {key!r}{_did_you_mean(key, known)}\")\n")
 
+DASH_CONTEXT = "rulesgen/builders/dashboards/context.py"
+
 
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
@@ -203,6 +205,10 @@ PLANTS = [
           "    long: 3d\n    short: 6h\n", "    long: 1d\n    short: 6h\n"),
     Plant("SLO ticket tier: short window 6h made 30m", "catalog/slos.yaml",
           "    long: 3d\n    short: 6h\n", "    long: 3d\n    short: 30m\n"),
+    Plant("dashboards: series selectors no longer narrowed by the host variable", DASH_CONTEXT,
+          'and k in ("cluster", "host")]', 'and k in ("cluster",)]'),
+    Plant("dashboards: the GPUs drawn no longer narrowed by the namespace, workload and pod variables", DASH_CONTEXT,
+          '{gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"', '{gpus}"'),
 ]
 
 
