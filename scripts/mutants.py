@@ -208,7 +208,7 @@ PLANTS = [
     Plant("dashboards: series selectors no longer narrowed by the host variable", DASH_CONTEXT,
           'and k in ("cluster", "host")]', 'and k in ("cluster",)]'),
     Plant("dashboards: the GPUs drawn no longer narrowed by the namespace, workload and pod variables", DASH_CONTEXT,
-          '{gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"', '{gpus}"'),
+          r'{gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"', '{gpus}"'),
 ]
 
 
