@@ -1,7 +1,7 @@
-"""The dashboards' variables narrow what their panels draw, queried on a real Prometheus: with one node selected
-in the Hostname variable, no panel returns a series of another node; with "All", the same panels return both.
-Every series a dashboard selects is written for two nodes of one cluster (labels: the GPU's, the job's, and the
-values its selectors ask for), so each query meets data for both."""
+"""The dashboards' variables narrow what their panels draw, queried on a real Prometheus: with one node (or one
+cluster) selected, no panel returns a series of another; with "All", the same panels return them all. Every
+series a dashboard selects is written for three nodes in two clusters (labels: the GPU's, the job's, and the
+values its selectors ask for), so each query meets data from each place."""
 from __future__ import annotations
 
 import json
@@ -18,16 +18,16 @@ from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.promql import tree
 from conftest import ROOT
 
-NODES = ("node-a", "node-b")
-PER_NODE = ("DCGM_", "gpu:", "node:", "ALERTS")
+PLACES = (("c1", "node-a"), ("c1", "node-b"), ("c2", "node-c"))  # (cluster, Hostname)
+PER_NODE = ("DCGM_", "gpu:", "node:", "ALERTS")  # the exporter's series, the per-GPU and per-node records, alerts
 MINUTES = 120
 # Grafana's own variables, as a panel over the last few hours would have them
 BUILTINS = {"$__rate_interval": "5m", "$__range_s": "21600", "$__range": "6h"}
 
 
-def _queries() -> list[tuple[str, str, str]]:
-    """(dashboard, panel title, expr) of every target of the bundled dashboards but the rows of fleet-scope failure
-    modes (a cluster's own panels: they follow the cluster variable alone, by design)."""
+def _queries() -> list[tuple[str, str, str, bool]]:
+    """(dashboard, panel title, expr, whether its row is a fleet-scope failure mode's) of every target of the
+    bundled dashboards. A fleet-scope mode's row shows a cluster: it follows the cluster variable alone."""
     bundled = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
     fleet_rows = {fm.title for fm in bundled.catalog.failure_modes if fm.scope == "fleet"}
     out = []
@@ -37,16 +37,16 @@ def _queries() -> list[tuple[str, str, str]]:
             for p in json.loads(a.text).get("panels", []):
                 row = p.get("title", "").split(" · ")[0] if p.get("type") == "row" else row
                 for panel in [p, *p.get("panels", [])]:
-                    if row not in fleet_rows:
-                        out += [(a.path, panel.get("title", ""), t["expr"]) for t in panel.get("targets", []) if t.get("expr")]
+                    out += [(a.path, panel.get("title", ""), t["expr"], row in fleet_rows)
+                            for t in panel.get("targets", []) if t.get("expr")]
     return out
 
 
-def _with(expr: str, host: str) -> str:
+def _with(expr: str, cluster: str = ".*", host: str = ".*") -> str:
     for name, value in BUILTINS.items():
         expr = expr.replace(name, value)
-    expr = expr.replace("$Hostname", host)
-    return re.sub(r"\$(cluster|gpu|modelName|namespace|workload|pod)\b", ".*", expr)
+    expr = expr.replace("$Hostname", host).replace("$cluster", cluster)
+    return re.sub(r"\$(gpu|modelName|namespace|workload|pod)\b", ".*", expr)
 
 
 def _value(op: str, value: str) -> str | None:
@@ -59,10 +59,10 @@ def _value(op: str, value: str) -> str | None:
 
 
 def _series(queries) -> dict[str, dict[str, str]]:
-    """{name: labels} of one series per selector of the queries, before the node's own labels."""
+    """{name: labels} of one series per selector of the queries, before the place's own labels."""
     out: dict[str, dict[str, str]] = {}
-    for _, _, expr in queries:
-        for s in tree.selectors(_with(expr, ".*")):
+    for _, _, expr, _ in queries:
+        for s in tree.selectors(_with(expr)):
             if not s.name:
                 continue
             labels = out.setdefault(s.name, {})
@@ -77,10 +77,12 @@ def _openmetrics(series: dict[str, dict[str, str]], start: int) -> str:
     for name, fixed in sorted(series.items()):
         lines.append(f"# TYPE {name} gauge")
         per_node = name.startswith(PER_NODE)
-        for k, node in enumerate(NODES if per_node else NODES[:1]):
-            labels = {"job": "dcgm-exporter", "cluster": "c1", "modelName": "NVIDIA H100 80GB HBM3", "namespace": "ml",
-                      "workload": "train", "pod": f"train-{k}", "job_name": "train", "condition": "true", **fixed}
-            if per_node:  # the exporter's series, rulesgen's per-GPU and per-node records and their alerts
+        places = PLACES if per_node else tuple({c: (c, h) for c, h in PLACES}.values())  # one per cluster
+        for k, (cluster, node) in enumerate(places):
+            labels = {"job": "dcgm-exporter", "modelName": "NVIDIA H100 80GB HBM3", "namespace": "ml",
+                      "workload": "train", "pod": f"train-{k}", "job_name": "train", "owner_name": "train", "condition": "true", **fixed,
+                      "cluster": cluster}
+            if per_node:
                 labels.update(Hostname=node, instance=f"{node}:9400", gpu="0", UUID=f"GPU-{node}")
             text = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()) if key != "__name__")
             lines += [f"{name}{{{text}}} 1 {start + 60 * m}" for m in range(MINUTES + 1)]
@@ -100,27 +102,54 @@ def server(tmp_path_factory, promtool, prometheus_bin):
         yield prom, queries, start + 60 * MINUTES
 
 
-def _nodes(prom, expr: str, at: int) -> set:
-    """The Hostname values of the query's result; none where the synthetic series cannot answer it (one series
-    of each name for a node cannot satisfy every join: many-to-many matches are refused)."""
+def _results(prom, expr: str, at: int) -> list[dict]:
+    """The query's result; none where the synthetic series cannot answer it (one series of each name for a place
+    cannot satisfy every join: many-to-many matches are refused)."""
     try:
-        return {r["metric"].get("Hostname") for r in prom.query(expr, at)}
+        return prom.query(expr, at)
     except urllib.error.HTTPError:
-        return set()
+        return []
+
+
+def _values(prom, expr: str, at: int, label: str) -> set:
+    return {r["metric"].get(label) for r in _results(prom, expr, at)}
+
+
+def _narrowing(prom, at, queries, label: str, chosen: str, others: set, **selected) -> tuple[list, int, int]:
+    """(queries that draw another `label` than the one selected, how many draw the chosen one, how many of those
+    draw every value under "All")."""
+    leaks, shown, every = [], 0, 0
+    for dashboard, title, expr, _ in queries:
+        values = _values(prom, _with(expr, **selected), at, label)
+        if values & others:
+            leaks.append(f"{dashboard} {title!r}: {expr[:160]}")
+        if chosen in values:
+            shown += 1
+            every += _values(prom, _with(expr), at, label) >= {chosen, *others}
+    return leaks, shown, every
 
 
 def test_a_node_selected_shows_only_that_node(server):
     prom, queries, at = server
-    leaks, shown, both = [], 0, 0
-    for dashboard, title, expr in queries:
-        nodes = _nodes(prom, _with(expr, "node-a"), at)
-        if "node-b" in nodes:
-            leaks.append(f"{dashboard} {title!r}: {expr[:160]}")
-        shown += "node-a" in nodes
-        both += _nodes(prom, _with(expr, ".*"), at) >= set(NODES)
+    per_node = [q for q in queries if not q[3]]
+    leaks, shown, every = _narrowing(prom, at, per_node, "Hostname", "node-a", {"node-b", "node-c"}, host="node-a")
     assert not leaks, "panels that draw other nodes than the one selected:\n" + "\n".join(leaks)
     # the data reaches the panels: of the queries that name the host variable, at least half draw node-a alone
     # (82 of 152 on 2026-12-02: the rest compare with thresholds the constant series do not cross), and every
-    # one of those draws both nodes under "All"
-    hosted = sum("$Hostname" in expr for _, _, expr in queries)
-    assert 2 * shown >= hosted and both >= shown, (hosted, shown, both)
+    # one of those draws each node under "All"
+    hosted = sum("$Hostname" in expr for _, _, expr, _ in per_node)
+    assert 2 * shown >= hosted and every == shown, (hosted, shown, every)
+
+
+def test_a_cluster_selected_shows_only_that_cluster(server):
+    """The same for the cluster variable, on every panel (the fleet-scope rows too): a Grafana over Thanos or
+    Mimir sees every cluster's series at once."""
+    prom, queries, at = server
+    leaks, shown, every = _narrowing(prom, at, queries, "cluster", "c1", {"c2"}, cluster="c1")
+    assert not leaks, "panels that draw other clusters than the one selected:\n" + "\n".join(leaks)
+    # a sum or a count drops the label: with a cluster nobody has, every panel is empty or zero
+    counted = [f"{dashboard} {title!r}: {expr[:160]}" for dashboard, title, expr, _ in queries
+               if any(float(r["value"][1]) for r in _results(prom, _with(expr, cluster="c-none"), at))]
+    assert not counted, "panels that count other clusters than the one selected:\n" + "\n".join(counted)
+    named = sum("$cluster" in expr for _, _, expr, _ in queries)
+    assert 2 * shown >= named and every == shown, (named, shown, every)

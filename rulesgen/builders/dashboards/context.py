@@ -9,6 +9,7 @@ from grafanalib.core import Template
 
 from ...load.resolved import Resolved, resolve
 from ...load.settings import Settings
+from ...model import kube_state as ksm
 from ...model.catalog import Catalog, FailureMode
 from ...model.output import RuleSet
 from ...model.panels import PANELS
@@ -148,6 +149,17 @@ class Context:
     def workload_info(self, *extra: str) -> str:
         matchers = (self.variables.matchers(("cluster", "host", "gpu", "namespace", "workload", "pod")), *extra)
         return f"{self.named('workload')}{{{', '.join(matchers)}}}"
+
+    def kube_state(self, series: str, *matchers: str) -> str:
+        """A kube-state-metrics series with `matchers`, of the objects in the selected cluster and namespaces (its
+        `namespace` is the object's, whatever rulesgen.yaml names the exporter's pod namespace label)."""
+        namespace = f'{ksm.NAMESPACE}=~"${self.variables.name("namespace")}"'
+        return f"{series}{{{', '.join((*matchers, self.variables.matchers(('cluster',)), namespace))}}}"
+
+    def kube_state_by(self, *labels: str) -> str:
+        """What keys a kube-state-metrics object: its cluster and namespace, then `labels` (two clusters' pods of one
+        name are two pods: a Grafana over Thanos or Mimir sees them side by side)."""
+        return promql.by((self.settings.cluster_label, ksm.NAMESPACE, *labels))
 
     def selected_gpus(self, expr: str) -> str:
         """Keep the GPUs the variables select ("All" keeps GPUs without a pod too). Filtering the

@@ -126,21 +126,18 @@ def _cost_table(ctx: Context, text_id: str, fallback: str, by: tuple[str, ...], 
                  sortBy=[TableSortByField(displayName="cost", desc=True)])
 
 
-def _ns(ctx: Context) -> str:
-    return f'{ksm.NAMESPACE}=~"${ctx.variables.name("namespace")}"'
-
-
 def gpu_job_names(ctx: Context) -> str:
-    """The Kubernetes Jobs whose pods request GPUs, one series per (namespace, job_name) (kube-state-metrics)."""
-    ns = _ns(ctx)
-    pods = f'max by (namespace, pod) ({ksm.REQUESTS}{{resource="{ksm.GPU_RESOURCE}", {ns}}} > 0)'
-    owners = f'{ksm.POD_OWNER}{{owner_kind="Job", {ns}}}'
-    return (f'label_replace(\n  max by (namespace, owner_name) ({owners} and on (namespace, pod) {pods}),\n'
+    """The Kubernetes Jobs whose pods request GPUs, one series per (cluster, namespace, job_name) (kube-state-metrics)."""
+    pod, owner = ctx.kube_state_by("pod"), ctx.kube_state_by("owner_name")
+    requests = ctx.kube_state(ksm.REQUESTS, f'resource="{ksm.GPU_RESOURCE}"')
+    owners = ctx.kube_state(ksm.POD_OWNER, 'owner_kind="Job"')
+    return (f'label_replace(\n  max by ({owner}) ({owners} and on ({pod}) max by ({pod}) ({requests} > 0)),\n'
             f'  "job_name", "$1", "owner_name", "(.+)"\n)')
 
 
 def _finished(ctx: Context, series: str) -> str:
-    return f'count({series}{{condition="true", {_ns(ctx)}}} == 1 and on (namespace, job_name) {gpu_job_names(ctx)})'
+    finished = ctx.kube_state(series, 'condition="true"')
+    return f"count({finished} == 1 and on ({ctx.kube_state_by(ksm.JOB_LABEL)}) {gpu_job_names(ctx)})"
 
 
 def _job_success(ctx: Context) -> Stat:

@@ -102,23 +102,21 @@ def _gpus_lost(ctx: Context, reads: Reads) -> Panel:
         runbook_link(ctx, reads.fm))
 
 
-def _ns(ctx: Context) -> str:
-    return f'{ksm.NAMESPACE}=~"${ctx.variables.name("namespace")}"'
-
-
 def _pending_gpu_pods(ctx: Context) -> Panel:
-    ns = _ns(ctx)
-    pending = f'max by (namespace, pod) ({ksm.POD_PHASE}{{phase="Pending", {ns}}} == 1)'
-    expr = (f'sum by (namespace) (\n  {ksm.REQUESTS}{{resource="{ksm.GPU_RESOURCE}", {ns}}}\n'
-            f'    * on (namespace, pod) group_left () {pending}\n)')
+    pod, cluster = ctx.kube_state_by("pod"), ctx.settings.cluster_label
+    phase = ctx.kube_state(ksm.POD_PHASE, 'phase="Pending"')
+    pending = f"max by ({pod}) ({phase} == 1)"
+    requests = ctx.kube_state(ksm.REQUESTS, f'resource="{ksm.GPU_RESOURCE}"')
+    expr = f"sum by ({ctx.kube_state_by()}) (\n  {requests}\n    * on ({pod}) group_left () {pending}\n)"
     return time_series(panel_title(ctx, "on_call.pending_gpu_pods", "GPUs requested by pending pods"),
                        panel_text(ctx, "on_call.pending_gpu_pods", resource=ksm.GPU_RESOURCE), "short",
-                       [target(expr, "{{namespace}}")], runbook_link(ctx, None), stacked=True)
+                       [target(expr, f"{{{{{cluster}}}}} {{{{namespace}}}}")], runbook_link(ctx, None), stacked=True)
 
 
 def _failing_jobs(ctx: Context) -> Table:
-    expr = (f'topk(10, max by (namespace, job_name) ({ksm.JOB_FAILED_PODS}{{{_ns(ctx)}}} > 0)\n'
-            f'  and on (namespace, job_name) {gpu_job_names(ctx)})')
+    job = ctx.kube_state_by(ksm.JOB_LABEL)
+    expr = (f'topk(10, max by ({job}) ({ctx.kube_state(ksm.JOB_FAILED_PODS)} > 0)\n'
+            f'  and on ({job}) {gpu_job_names(ctx)})')
     return _table(panel_title(ctx, "on_call.failing_jobs", "Top failing GPU jobs"),
                   panel_text(ctx, "on_call.failing_jobs", resource=ksm.GPU_RESOURCE), "short",
                   [target(expr, "", instant=True, table=True)], [_organize({"Value": "failed pods"})], "failed pods",
