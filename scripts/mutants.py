@@ -209,6 +209,8 @@ PLANTS = [
           'and k in ("cluster", "host")]', 'and k in ("cluster",)]'),
     Plant("dashboards: the GPUs drawn no longer narrowed by the namespace, workload and pod variables", DASH_CONTEXT,
           r'{gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"', '{gpus}"'),
+    Plant("runbooks: 'What to do' lists the checks again, not the actions", "rulesgen/templates/runbook.md.j2",
+          "## What to do\n\n{% for line in fm.runbook.act %}", "## What to do\n\n{% for line in fm.runbook.check %}"),
 ]
 
 
