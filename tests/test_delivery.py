@@ -138,6 +138,23 @@ def test_every_runbook_url_resolves_to_a_runbook(rendered):
                     assert r["alert"] in text and "## What to do" in text and "```promql" in text
 
 
+def _section(text: str, heading: str) -> list[str]:
+    """The bullet lines under a `## heading` of a page, up to the next heading."""
+    lines = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0].splitlines()
+    return [line[2:] for line in lines if line.startswith("- ")]
+
+
+def test_each_runbook_says_what_its_mode_checks_and_does(rendered):
+    """On-call acts on "What to do": each page lists its failure mode's own checks and actions from the catalog,
+    in order, each under its heading (a copy slip that lists the checks twice reads as a runbook with no action)."""
+    from rulesgen.catalog import bundled_catalog_dir, load_catalog
+    from rulesgen.model.conventions import runbook_path
+    for fm in load_catalog(bundled_catalog_dir()).failure_modes:
+        page = (rendered / runbook_path(fm.id)).read_text()
+        assert fm.runbook.act and _section(page, "What to do") == list(fm.runbook.act), fm.id
+        assert _section(page, "What to check") == list(fm.runbook.check), fm.id
+
+
 def test_every_runbook_table_row_has_its_header_cells(rendered):
     """A `|` in a cell (a PromQL regex a|b, |x - median|) must be escaped, even inside a code span,
     or the row gets more cells than its header."""
