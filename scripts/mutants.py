@@ -211,6 +211,8 @@ PLANTS = [
           r'{gpus}\n  and on ({self.gpu_id}) {self.workload_info()}"', '{gpus}"'),
     Plant("runbooks: 'What to do' lists the checks again, not the actions", "rulesgen/templates/runbook.md.j2",
           "## What to do\n\n{% for line in fm.runbook.act %}", "## What to do\n\n{% for line in fm.runbook.check %}"),
+    Plant("alerts: the dashboard link no longer selects the alert's node", "rulesgen/builders/rules.py",
+          'if label in (settings.host_label, "gpu"))', 'if label in ("gpu",))'),
 ]
 
 
