@@ -309,6 +309,10 @@ def test_every_alert_dashboard_url_opens_an_existing_failure_mode_panel(bundled,
         assert panel["title"].startswith(fm.title), (rule.alert, panel["title"])
         variables = {v["name"] for v in dashboard["templating"]["list"]}
         assert {p.split("=")[0][4:] for p in (m.group(3) or "").split("&") if p} <= variables, url
+        # the link opens the panel on the alert's own node and GPU, as far as its scope names them
+        selected = {p.split("=")[0][4:]: p.split("=", 1)[1] for p in (m.group(3) or "").split("&") if p.startswith("var-")}
+        expected = {"gpu": ("Hostname", "gpu"), "node": ("Hostname",), "fleet": ()}[fm.scope]
+        assert selected == {v: f"{{{{ $labels.{v} }}}}" for v in expected}, (rule.alert, url)
         links += 1
     assert links >= 22
 
