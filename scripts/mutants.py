@@ -216,6 +216,8 @@ PLANTS = [
     Plant("engine fit: rules reading ALERTS no longer put in groups of their own (Prometheus 3 runs theirs serially)",
           "rulesgen/builders/engine_fit.py", 'ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")',
           'ALERT_SERIES = ("ALERTS_FOR_STATE",)'),
+    Plant("SLO burn alerts: the short window's check dropped (a burn that stopped still pages for the long window)",
+          "rulesgen/builders/slos.py", 'f"  and {ratio_record(slo, tier.short)} / {budget} > {factor}\\n)")', 'f")")'),
 ]
 
 
