@@ -180,6 +180,26 @@ def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_rend
     assert all(len(g["rules"]) <= 20 for g in _groups(slo_render))
 
 
+def test_a_burn_pages_only_while_its_short_window_burns_too(slo_render, promtool, tmp_path):
+    """The multiwindow rule (Google SRE workbook, "Alerting on SLOs"): the 1h window above 14.4x pages only while the
+    5m window is too, so a burn that stopped resolves in minutes, not when the hour forgets it. The page alert alone,
+    over its ratio records: both windows at 20 times the budget for 10 minutes, then the 5m window back to 0."""
+    page = _rules(slo_render)["GPUCapacitySLOBurnPage"]
+    rules = tmp_path / "page.yaml"
+    rules.write_text(yaml.safe_dump({"groups": [{"name": "page", "interval": "1m", "rules": [page]}]}))
+    ratio = 'slo:gpu_capacity:ratio_{}{{cluster="c1"}}'
+    series = [{"series": ratio.format("1h"), "values": "0.1x20"}, {"series": ratio.format("5m"), "values": "0.1x9 0x10"},
+              {"series": ratio.format("6h"), "values": "0x20"}, {"series": ratio.format("30m"), "values": "0x20"}]
+    firing = _labels({"alertname": "GPUCapacitySLOBurnPage", "alertstate": "firing", "cluster": "c1", **page["labels"]})
+    checks = [{"expr": 'ALERTS{alertname="GPUCapacitySLOBurnPage", alertstate="firing"} * 1', "eval_time": f"{m}m",
+               "exp_samples": [{"labels": firing, "value": 1}] if m < 10 else []} for m in (2, 8, 11, 15)]
+    test = tmp_path / "test.yaml"
+    test.write_text(yaml.safe_dump({"rule_files": [str(rules)], "evaluation_interval": "1m",
+                                    "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": checks}]}))
+    result = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_page_inhibits_ticket_of_the_same_slo_and_cluster(slo_render):
     inhibit = yaml.safe_load(next((slo_render / "alertmanager").glob("*.yaml")).read_text())["inhibit_rules"]
     assert {"source_matchers": ['failure_mode="slo_burn"', 'slo="gpu_capacity"', 'burn_tier="page"'],
