@@ -88,6 +88,15 @@ class Server:
             return json.loads(r.read())
 
 
+def blocks_from_openmetrics(promtool: str, text: str, data: Path) -> Path:
+    """TSDB blocks in `data` (a Prometheus data directory) of the samples of `text` (OpenMetrics, `# EOF` at its end),
+    by `promtool tsdb create-blocks-from openmetrics`; the raw file is kept beside `data`."""
+    raw = data.with_name(data.name + ".om")
+    raw.write_text(text)
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)], check=True, capture_output=True)
+    return data
+
+
 class Prometheus(Server):
     """prometheus with a given data dir; without `config`, no scrape jobs."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from servers import Prometheus, VictoriaMetrics
+from servers import Prometheus, VictoriaMetrics, blocks_from_openmetrics
 
 from rulesgen.model import conventions
 from rulesgen import processes
@@ -128,11 +128,7 @@ def check_history(points, query, end: int) -> None:
 
 def test_backfill_prometheus_writes_blocks_the_server_reads(tmp_path, promtool, prometheus_bin):
     start, end = span()
-    data = tmp_path / "data"
-    raw = tmp_path / "raw.om"
-    raw.write_text(openmetrics(start, end))
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)],
-                   check=True, capture_output=True)
+    data = blocks_from_openmetrics(promtool, openmetrics(start, end), tmp_path / "data")
     blocks = tmp_path / "blocks"
     with Prometheus(prometheus_bin, data) as prom:
         result = run_cli("backfill", "prometheus", "--url", prom.url, "--days", str(DAYS - 1), "--end", str(end),
@@ -302,9 +298,7 @@ def test_backfill_writes_the_slos_hourly_sums_the_live_rules_would_have(tmp_path
     hold sums already, so no minute is counted twice)."""
     slo_config, rules = slo_rendered
     minutes, series, hourly, live, start, end = _slo_case(promtool, rules, tmp_path)
-    data, raw = tmp_path / "data", tmp_path / "raw.om"
-    raw.write_text(_openmetrics(series, start))
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(data)], check=True, capture_output=True)
+    data = blocks_from_openmetrics(promtool, _openmetrics(series, start), tmp_path / "data")
 
     def backfill(prom, blocks: Path) -> list[Path]:
         result = run_cli("backfill", "prometheus", "--only", "slos", "--config", str(slo_config), "--url", prom.url, "--days", "1",

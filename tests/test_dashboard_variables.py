@@ -4,15 +4,14 @@ series a dashboard selects is written for three nodes in two clusters (labels: t
 values its selectors ask for), so each query meets data from each place."""
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 import time
 import urllib.error
 
 import pytest
 
-from servers import Prometheus
+from dashboard_views import all_panels, dashboards_of
+from servers import Prometheus, blocks_from_openmetrics
 from rulesgen.artifacts import plan
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.promql import tree
@@ -31,14 +30,13 @@ def _queries() -> list[tuple[str, str, str, bool]]:
     bundled = plan(bundled_catalog_dir(), ROOT / "rulesgen.yaml", None)
     fleet_rows = {fm.title for fm in bundled.catalog.failure_modes if fm.scope == "fleet"}
     out = []
-    for a in bundled.artifacts:
-        if a.path.startswith("dashboards/") and a.path.endswith(".json"):
-            row = ""
-            for p in json.loads(a.text).get("panels", []):
-                row = p.get("title", "").split(" · ")[0] if p.get("type") == "row" else row
-                for panel in [p, *p.get("panels", [])]:
-                    out += [(a.path, panel.get("title", ""), t["expr"], row in fleet_rows)
-                            for t in panel.get("targets", []) if t.get("expr")]
+    for path, dashboard in dashboards_of(bundled).items():
+        row = ""
+        for panel in all_panels(dashboard):
+            if panel.get("type") == "row":
+                row = panel.get("title", "").split(" · ")[0]
+            out += [(path, panel.get("title", ""), t["expr"], row in fleet_rows)
+                    for t in panel.get("targets", []) if t.get("expr")]
     return out
 
 
@@ -92,13 +90,10 @@ def _openmetrics(series: dict[str, dict[str, str]], start: int) -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, promtool, prometheus_bin):
     queries = _queries()
-    workdir = tmp_path_factory.mktemp("dashboard-variables")
     start = int(time.time()) // 3600 * 3600 - 4 * 3600
-    raw = workdir / "raw.om"
-    raw.write_text(_openmetrics(_series(queries), start))
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(raw), str(workdir / "data")],
-                   check=True, capture_output=True)
-    with Prometheus(prometheus_bin, workdir / "data") as prom:
+    data = blocks_from_openmetrics(promtool, _openmetrics(_series(queries), start),
+                                   tmp_path_factory.mktemp("dashboard-variables") / "data")
+    with Prometheus(prometheus_bin, data) as prom:
         yield prom, queries, start + 60 * MINUTES
 
 
