@@ -251,6 +251,8 @@ def test_lint_finds_catalog_alerts_that_lost_a_label_their_text_or_identity_need
         (health, _where(health, "GPUXIDErrorCritical", "summary"), "template-label", "GPUXIDErrorCritical"),
         (health, _where(health, "GPUXIDErrorWarning", "alert"), "scope-identity", "GPUXIDErrorWarning"),
         (health, _where(health, "GPUXIDErrorWarning", "expr"), "cluster-local", "GPUXIDErrorWarning"),
+        # its dashboard link selects the alert's cluster
+        (health, _where(health, "GPUXIDErrorWarning", "dashboard_url"), "template-label", "GPUXIDErrorWarning"),
         # it reads the warning XID alert's ALERTS, now of every cluster
         (health, _where(health, "GPUDcgmHealthWarning", "expr"), "cluster-local", "GPUDcgmHealthWarning"),
     ]

@@ -292,7 +292,19 @@ def test_rates_over_rate_interval_pass_the_linter(dashboards, counters):
 # rows from the catalog, alert links and annotations
 # ---------------------------------------------------------------------------------------------
 
-def test_every_alert_dashboard_url_opens_an_existing_failure_mode_panel(bundled, dashboards):
+@pytest.fixture(scope="module")
+def regional(tmp_path_factory):
+    """The bundled catalog with the cluster in a label of another name (labels.cluster: region)."""
+    config = tmp_path_factory.mktemp("regional") / "rulesgen.yaml"
+    config.write_text("labels:\n  cluster: region\n")
+    return plan(bundled_catalog_dir(), config, None)
+
+
+@pytest.mark.parametrize("which,cluster_label", [("bundled", "cluster"), ("regional", "region")])
+def test_every_alert_dashboard_url_opens_an_existing_failure_mode_panel(request, which, cluster_label):
+    bundled = request.getfixturevalue(which)
+    dashboards = {a.path: json.loads(a.text) for a in bundled.artifacts
+                  if a.path.startswith("dashboards/") and a.path.endswith(".json")}
     by_uid = {d["uid"]: d for d in dashboards.values()}
     links = 0
     for rule in bundled.rules.rules:
@@ -309,10 +321,12 @@ def test_every_alert_dashboard_url_opens_an_existing_failure_mode_panel(bundled,
         assert panel["title"].startswith(fm.title), (rule.alert, panel["title"])
         variables = {v["name"] for v in dashboard["templating"]["list"]}
         assert {p.split("=")[0][4:] for p in (m.group(3) or "").split("&") if p} <= variables, url
-        # the link opens the panel on the alert's own node and GPU, as far as its scope names them
+        # the link opens the panel on the alert's own cluster, node and GPU, as far as its scope names them; the
+        # dashboards' cluster variable is named cluster whatever label carries it
         selected = {p.split("=")[0][4:]: p.split("=", 1)[1] for p in (m.group(3) or "").split("&") if p.startswith("var-")}
-        expected = {"gpu": ("Hostname", "gpu"), "node": ("Hostname",), "fleet": ()}[fm.scope]
-        assert selected == {v: f"{{{{ $labels.{v} }}}}" for v in expected}, (rule.alert, url)
+        expected = {"gpu": ("cluster", "Hostname", "gpu"), "node": ("cluster", "Hostname"), "fleet": ("cluster",)}[fm.scope]
+        labels = {"cluster": cluster_label}
+        assert selected == {v: f"{{{{ $labels.{labels.get(v, v)} }}}}" for v in expected}, (rule.alert, url)
         links += 1
     assert links >= 22
 

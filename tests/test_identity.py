@@ -190,8 +190,8 @@ def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, fixture, reques
     rule = next(r for g in health["groups"] for r in g["rules"] if r.get("alert") == "GPULost")
     rule["expr"] = "gpu:dcgm_ecc_dbe_volatile:max > 0"
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [rule]}]}))
-    gpu = 'Hostname="n1", gpu="3", UUID="GPU-x"'
-    labels = {"Hostname": "n1", "gpu": "3", "UUID": "GPU-x", "modelName": "H100", "severity": "critical",
+    gpu = 'cluster="c1", Hostname="n1", gpu="3", UUID="GPU-x"'
+    labels = {"cluster": "c1", "Hostname": "n1", "gpu": "3", "UUID": "GPU-x", "modelName": "H100", "severity": "critical",
               "failure_mode": "gpu_lost", "action": "drain"}
     test = {"interval": "1m", "input_series": [
         {"series": f'gpu:dcgm_ecc_dbe_volatile:max{{{gpu}, modelName="H100"}}', "values": "1x20"},
@@ -201,7 +201,8 @@ def test_annotation_names_the_job_on_the_gpu(rendered, tmp_path, fixture, reques
              "stopped reporting while the node's dcgm-exporter still answers, or reported XID 79 (fallen off the bus). "
              "Job ml/train-3 has crashed or is hanging. Drain the node and reset or reseat the GPU.",
              "summary": "GPU 3 on n1 is lost",
-             "dashboard_url": rule["annotations"]["dashboard_url"].replace("{{ $labels.Hostname }}", "n1")
+             "dashboard_url": rule["annotations"]["dashboard_url"].replace("{{ $labels.cluster }}", "c1")
+                                                                  .replace("{{ $labels.Hostname }}", "n1")
                                                                   .replace("{{ $labels.gpu }}", "3")}}]}]}
     engine, binary = BINARIES[fixture][0], request.getfixturevalue(fixture)
     if engine != "vmalert-tool":

@@ -162,6 +162,15 @@ def test_burn_alerts_carry_the_contract_labels_and_a_tier_can_move_or_go(tmp_pat
             < text.index("{{ else if lt (. | first | value) 0.25 }}Budget policy (under 25% left): Freeze driver"))
 
 
+def test_an_slo_alerts_dashboard_link_selects_its_cluster_whatever_label_carries_it(tmp_path):
+    result, out = _render(tmp_path, "labels:\n  cluster: region\nslos:\n  gpu_capacity: {}\n")
+    assert result.returncode == 0, result.stderr
+    rules = _rules(out)
+    for name in ("GPUCapacitySLOBurnPage", "GPUCapacitySLOBurnTicket", "GPUCapacitySLOInputAbsent"):
+        url = rules[name]["annotations"]["dashboard_url"]
+        assert "/gpu-fleet-overview?" in url and url.endswith("var-cluster={{ $labels.region }}"), (name, url)
+
+
 def test_long_windows_read_hourly_sums_and_the_hourly_group_runs_hourly(slo_render):
     groups = {g["name"]: g for g in _groups(slo_render)}
     hourly = groups["rulesgen-slo-gpu-capacity-hourly"]

@@ -266,10 +266,12 @@ def _escape(regex: str) -> str:
     return regex.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _dashboard_variables(fm: FailureMode, settings: Settings) -> tuple[str, ...]:
-    """The dashboard variables an alert's link sets: the host and the GPU, those of them its scope carries (a
-    node's alert has no gpu label, a cluster's neither: the link would set them to nothing)."""
-    return tuple(label for label in settings.scope_labels(fm.scope) if label in (settings.host_label, "gpu"))
+def _dashboard_variables(fm: FailureMode, settings: Settings) -> tuple[tuple[str, str], ...]:
+    """The dashboard variables an alert's link sets, as (variable, label): its cluster, host and GPU, those of them
+    its scope carries (a node's alert has no gpu label, a cluster's neither: the link would set them to nothing).
+    Without the cluster, two clusters' nodes of one name would both be drawn."""
+    variables = {settings.cluster_label: conventions.CLUSTER_VARIABLE, settings.host_label: settings.host_label, "gpu": "gpu"}
+    return tuple((variables[label], label) for label in settings.scope_labels(fm.scope) if label in variables)
 
 
 def _alert_rule(view: ModeView, spec, expr: str, summary: str, description: str, workload_from: str,

@@ -470,7 +470,8 @@ def _burn_alert(slo: Slo, settings: Settings, cls: str, spending: Breakdown) -> 
         "description": description,
         "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
         "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet",
-                                                   tuple(label for label in slo.group_by if label == settings.cluster_label)),
+                                                   tuple((conventions.CLUSTER_VARIABLE, label) for label in slo.group_by
+                                                         if label == settings.cluster_label)),
     }
     return Rule(alert=alert_name(slo, cls), expr="\nor ".join(branches), labels=tuple(sorted(labels.items())),
                 annotations=tuple(sorted(annotations.items())), failure_mode=SLO_FAILURE_MODE)
@@ -499,7 +500,8 @@ def _absent_rule(slo: Slo, settings: Settings, expr: str, summary: str, descript
               "action": "investigate", "slo": slo.id}
     annotations = {"summary": summary, "description": description,
                    "runbook_url": conventions.runbook_url(settings.runbook_base_url, SLO_FAILURE_MODE),
-                   "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet", (settings.cluster_label,))}
+                   "dashboard_url": conventions.dashboard_url(settings.grafana_base_url, "fleet",
+                                                              ((conventions.CLUSTER_VARIABLE, settings.cluster_label),))}
     return Rule(alert=absent_alert_name(slo), expr=expr, for_seconds=slo.spec.input_absent_for,
                 labels=tuple(sorted(labels.items())), annotations=tuple(sorted(annotations.items())),
                 failure_mode=SLO_FAILURE_MODE)

@@ -162,12 +162,17 @@ def failure_mode_panel_id(index_in_group: int) -> int:
     return failure_mode_row_id(index_in_group) + 1
 
 
-def dashboard_url(base: str, group: str, variables: tuple[str, ...] = (), panel_id: int | None = None) -> str:
-    """The group's dashboard, at the panel; each of `variables` set from the alert's label of that name."""
+# The dashboards' variable that selects the cluster, whatever label (settings.cluster_label) carries it.
+CLUSTER_VARIABLE = "cluster"
+
+
+def dashboard_url(base: str, group: str, variables: tuple[tuple[str, str], ...] = (), panel_id: int | None = None) -> str:
+    """The group's dashboard, at the panel; each (variable, label) of `variables` sets that dashboard variable
+    from the alert's label."""
     dash = GROUP_DASHBOARD[group]
     url = f"{base.rstrip('/')}/d/{stable_uid(dash)}/{dash}"
     params = []
     if panel_id is not None:
         params.append(f"viewPanel={panel_id}")
-    params += [f"var-{v}={{{{ $labels.{v} }}}}" for v in variables]
+    params += [f"var-{variable}={{{{ $labels.{label} }}}}" for variable, label in variables]
     return url + ("?" + "&".join(params) if params else "")

@@ -9,6 +9,7 @@ from grafanalib.core import Template
 
 from ...load.resolved import Resolved, resolve
 from ...load.settings import Settings
+from ...model import conventions
 from ...model import kube_state as ksm
 from ...model.catalog import Catalog, FailureMode
 from ...model.output import RuleSet
@@ -33,7 +34,7 @@ class Variables:
 
     @classmethod
     def of(cls, settings: Settings) -> "Variables":
-        return cls((("cluster", settings.cluster_label), (settings.host_label, settings.host_label), ("gpu", "gpu"),
+        return cls(((conventions.CLUSTER_VARIABLE, settings.cluster_label), (settings.host_label, settings.host_label), ("gpu", "gpu"),
                     ("modelName", "modelName"), ("namespace", settings.namespace_label),
                     (WORKLOAD_LABEL, WORKLOAD_LABEL), ("pod", settings.pod_label)))
 
