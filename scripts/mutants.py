@@ -221,6 +221,34 @@ PLANTS = [
 ]
 
 
+AGGREGATION_BY = re.compile(r"\b(?:sum|max|min|count|avg|group|stddev|stdvar|quantile|topk|bottomk|count_values)"
+                            r" by \(([^()]*)\)")
+SWEPT = ("catalog/failure_modes.yaml", "catalog/signals.yaml", "catalog/baselines.yaml")
+
+
+def by_label_plants(root: Path = ROOT) -> list[Plant]:
+    """The by-labels sweep: one plant per label (or label macro) of each aggregation's by (...) in the catalog's
+    expressions, that label dropped. Generated from the catalog as it is, so it grows with it."""
+    plants = []
+    for rel in SWEPT:
+        text = (root / rel).read_text()
+        lines = text.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            for m in AGGREGATION_BY.finditer(line):
+                labels = [label.strip() for label in m.group(1).split(",")]
+                for k, label in enumerate(labels):
+                    changed = line[:m.start(1)] + ", ".join(labels[:k] + labels[k + 1:]) + line[m.end(1):]
+                    end = i + 1  # the line and as many after it as make the text to replace unique
+                    while text.count("".join(lines[i:end])) > 1 and end < len(lines):
+                        end += 1
+                    plants.append(Plant(f"{rel}:{i + 1}: {label} dropped from by ({m.group(1)})", rel,
+                                        "".join(lines[i:end]), changed + "".join(lines[i + 1:end])))
+    return plants
+
+
+SWEEPS = {"by-labels": by_label_plants}
+
+
 def plant(copy: Path, p: Plant) -> bool:
     """Apply p in the copy; False (stale) unless its text is there exactly once."""
     path = copy / p.path
@@ -297,13 +325,17 @@ def main(argv=None) -> int:
                         help="run in the copy after each plant (default: make test, with this venv, stopped at its "
                              "first failure: a caught plant costs minutes, not make test's whole run)")
     parser.add_argument("--only", help="the plants to run, by number (1-based, comma-separated)")
+    parser.add_argument("--sweep", choices=sorted(SWEEPS),
+                        help="plants generated from the catalog instead of the list above (by-labels: each label of "
+                             "each aggregation's by (...) dropped, one at a time)")
     parser.add_argument("--no-render", dest="render", action="store_false", help="do not re-render the copy")
     parser.add_argument("--list", action="store_true", help="list the plants and exit")
     parser.add_argument("--no-control", dest="control", action="store_false",
                         help="do not first run the command on the copy with no bug planted")
     args = parser.parse_args(argv)
-    numbers = [int(n) for n in args.only.split(",")] if args.only else range(1, len(PLANTS) + 1)
-    chosen = {n: PLANTS[n - 1] for n in numbers}
+    plants = SWEEPS[args.sweep]() if args.sweep else PLANTS
+    numbers = [int(n) for n in args.only.split(",")] if args.only else range(1, len(plants) + 1)
+    chosen = {n: plants[n - 1] for n in numbers}
     if args.list:
         print("\n".join(row(n, p.bug, "", p.path) for n, p in chosen.items()))
         return 0
