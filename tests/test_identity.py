@@ -2,14 +2,20 @@
 job is named in the annotations, `continuous:` expectations, and lint's alert-identity check."""
 from __future__ import annotations
 
+import functools
+import itertools
+import re
 import subprocess
+import time
 
 import pytest
 import yaml
 
 from conftest import BINARIES, engine_param, errors_of, run_cli
+from servers import Prometheus, blocks_from_openmetrics
 from treeasserts import aggregations, canonical, functions, joins, reads, subexpressions, subqueries
 from rulesgen.promql import labels as label_flow
+from rulesgen.promql import tree as promql_tree
 from rulesgen.builders.promtool_tests import continuous_expr
 from rulesgen.checks import lint_files
 from rulesgen.checks.alert_identity import NOT_IDENTITY
@@ -233,3 +239,67 @@ def test_alertmanager_groups_and_inhibits_by_identity(rendered):
     used = {label for r in routes for label in r.get("group_by", [])}
     used |= {label for rule in config.get("inhibit_rules", []) for label in rule.get("equal", [])}
     assert used and not used & set(NOT_IDENTITY), sorted(used)
+
+
+# --- the job an identity alert names, on a real Prometheus ---------------------------------------------------
+
+JOB_GPUS = ({"gpu": "0", "UUID": "GPU-a", "pod": "train-a"}, {"gpu": "1", "UUID": "GPU-b", "pod": "train-b"})
+JOB_NODE = {"cluster": "c1", "Hostname": "n1", "modelName": "NVIDIA H100 80GB HBM3"}
+
+
+def _job_naming_alerts(rendered) -> list[dict]:
+    """Every rendered alert whose text names the job on its GPU by a query of its workload_from."""
+    rules, _ = _records(rendered)
+    return [r for r in rules if "alert" in r
+            and any("with query (printf" in r["annotations"][k] and "$job" in r["annotations"][k] for k in ("summary", "description"))]
+
+
+def _workload_series(alerts: list[dict], start: int, end: int) -> str:
+    """OpenMetrics of every series the alerts' job queries select, for each GPU of JOB_GPUS with its own pod (the
+    values their matchers ask for, e.g. an XID of the drain class), a sample a minute from start to end."""
+    wanted: dict[str, set] = {}  # name: the label values each of its selectors asks for
+    for r in alerts:
+        for text in (r["annotations"]["summary"], r["annotations"]["description"]):
+            for q in re.findall(r"printf `([^`]*)`", text):
+                for s in promql_tree.selectors(q.replace("%q", '"x"').replace("%%", "%")):
+                    wanted.setdefault(s.name, set()).add(tuple(
+                        (label, value.split("|")[0]) for label, op, value in s.matchers
+                        if op == "=~" and re.fullmatch(r"[\w.:-]+(\|[\w.:-]+)*", value)))
+    lines = []
+    for name, asked in sorted(wanted.items()):
+        lines.append(f"# TYPE {name} gauge")
+        for g, fixed in itertools.product(JOB_GPUS, sorted(map(dict, asked), key=sorted)):
+            labels = {**fixed, **JOB_NODE, "gpu": g["gpu"], "UUID": g["UUID"], "namespace": "ml", "pod": g["pod"]}
+            text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+            lines += [f"{name}{{{text}}} 1 {t}" for t in range(start, end + 1, 60)]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def test_every_identity_alert_names_the_job_of_its_own_gpu(rendered, promtool, prometheus_bin, tmp_path):
+    """Each alert that names its GPU's job in its text (README "Alert identity": the job in the annotations,
+    never the labels), firing on two GPUs of one node with a job each, names each GPU's own job: Prometheus
+    expands the text's query of the mode's workload_from at each evaluation. A label dropped from a
+    workload_from's aggregation, or a query no longer narrowed to the alert's GPU, names another job or none."""
+    alerts = _job_naming_alerts(rendered)
+    assert len(alerts) >= 8, [r["alert"] for r in alerts]
+    now = int(time.time())
+    data = blocks_from_openmetrics(promtool, _workload_series(alerts, now - 40 * 60, now - 30), tmp_path / "data")
+    firing = " or ".join(  # each GPU's identity on a constant: the alert fires at once, on both GPUs
+        functools.reduce(lambda e, kv: f'label_replace({e}, "{kv[0]}", "{kv[1]}", "", "")',
+                         sorted({**JOB_NODE, "gpu": g["gpu"], "UUID": g["UUID"]}.items()), "vector(1)")
+        for g in JOB_GPUS)
+    rules = [{"alert": r["alert"], "expr": firing, "labels": r.get("labels", {}), "annotations": r["annotations"]}
+             for r in alerts]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "jobs", "interval": "1s", "rules": rules}]}))
+    config = "global: {evaluation_interval: 1s}\nrule_files: [rules.yaml]\n"
+    with Prometheus(prometheus_bin, data, config) as prom:
+        deadline, active = time.monotonic() + 60, []
+        while time.monotonic() < deadline and len(active) < 2 * len(alerts):
+            time.sleep(1)
+            active = [a for a in prom.get_json("/api/v1/alerts")["data"]["alerts"] if a["state"] == "firing"]
+    assert len(active) == 2 * len(alerts), f"{len(active)} of {2 * len(alerts)} firing"
+    for a in active:
+        own = next(g["pod"] for g in JOB_GPUS if g["gpu"] == a["labels"]["gpu"])
+        other = next(g["pod"] for g in JOB_GPUS if g["gpu"] != a["labels"]["gpu"])
+        text = a["annotations"]["summary"] + " " + a["annotations"]["description"]
+        assert f"ml/{own}" in text and other not in text, (a["labels"]["alertname"], a["labels"]["gpu"], text)
