@@ -114,13 +114,16 @@ def _catalog():
 COOL = {"p01": (57, 58, 58, 59), "p02": (59, 59, 60, 60), "p03": (60, 61, 61, 62)}
 
 
-def fleet(temps: dict[str, tuple], n: int, power: dict[str, str] | None = None) -> list[dict]:
-    """Busy H100s at the power of their peers; temps: host -> one promtool value string (or number) per GPU;
-    power: host -> a promtool value string for its GPUs' power (default 430 W throughout)."""
+def fleet(temps: dict[str, tuple], n: int, power: dict[str, str] | None = None,
+          models: dict[tuple[str, int], str] | None = None) -> list[dict]:
+    """Busy GPUs at the power of their peers, H100s unless models says otherwise ((host, gpu) -> modelName);
+    temps: host -> one promtool value string (or number) per GPU; power: host -> a promtool value string for its
+    GPUs' power (default 430 W throughout)."""
     series = []
     for host, values in temps.items():
         for k, v in enumerate(values):
-            labels = f'job="dcgm-exporter", Hostname="{host}", gpu="{k}", UUID="GPU-{host}-{k}", modelName="NVIDIA H100 80GB HBM3"'
+            model = (models or {}).get((host, k), "NVIDIA H100 80GB HBM3")
+            labels = f'job="dcgm-exporter", Hostname="{host}", gpu="{k}", UUID="GPU-{host}-{k}", modelName="{model}"'
             series += [
                 {"series": f"DCGM_FI_DEV_GPU_TEMP{{{labels}}}", "values": v if isinstance(v, str) else f"{v}x{n}"},
                 {"series": f"DCGM_FI_DEV_POWER_USAGE{{{labels}}}", "values": (power or {}).get(host, f"430x{n}")},
@@ -185,6 +188,18 @@ def test_peers_at_the_same_median_but_a_lower_mean_power_do_not_make_a_gpu_hot(t
     pending (compared at the median it fires)."""
     bursty = " ".join(["430 430 100"] * 40) + " 430"
     _p05_alerts(71, "max", "", 0, tmp_path, promtool, power={host: bursty for host in COOL})
+
+
+def test_peers_are_gpus_of_the_same_model(tmp_path, promtool):
+    """A node of six H100s at ~60 C and two H200s at 72-73 C, all busy at the same power, beside the twelve cool
+    H100s: each model is judged among its own kind (two H200s are too few for a node's or the fleet's peers), so
+    nothing on the node is ever even pending from 30m to 1h50m. Compared across models, the H200s are 12 C over
+    a 60 C median on the node and in the fleet, a peer z of 4 or more."""
+    temps = {**COOL, "p06": (59, 60, 60, 61, 59, 60, 72, 73)}
+    series = fleet(temps, 120, models={("p06", 6): "NVIDIA H200", ("p06", 7): "NVIDIA H200"})
+    count = 'count(ALERTS{alertname="GPUBaselineDeviation", Hostname="p06"}) or vector(0)'
+    checks = [{"expr": f"max_over_time(({count})[80m:1m])", "eval_time": "110m", "exp_samples": [{"labels": "{}", "value": 0}]}]
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
 
 
 def test_a_heavier_load_than_the_gpus_own_history_explains_its_heat(tmp_path, promtool):

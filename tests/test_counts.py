@@ -1,0 +1,97 @@
+"""What the rules that count things count, replayed by promtool on the rendered rules live on each test's inputs.
+
+- xid_same_gpu_across_jobs counts the jobs an application-class XID hit on one GPU: a job is its namespace and
+  its workload (the pod name through workload_regex), so two jobs of one team, or two teams' jobs of one name,
+  are two jobs, and a job's pods rescheduled under new names are one. One GPU, XID 31 under a first job at 30m
+  and under a second at 3h20m (NVSentinel's RepeatedXID31OnSameGPU: two jobs in 24 hours).
+- fleet_capacity_degraded counts the GPUs with a firing drain alert: a GPU is its node and its index, so GPU 0
+  of three nodes is three GPUs, and a GPU with two drain alerts is one.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+import live_rules
+from rulesgen import artifacts
+from rulesgen.catalog import bundled_catalog_dir
+
+GPU = 'job="dcgm-exporter", Hostname="n1", gpu="2", UUID="GPU-2", modelName="NVIDIA H100 80GB HBM3"'
+STEPS = 240  # 4 hours at 1m
+
+
+def _job(namespace: str, pod: str, start: int, end: int, xid_at: int) -> list[dict]:
+    """A pod on the GPU from minute start to end (its series exist only then), XID 31 at xid_at in the exporter's
+    windowed count (5 minutes at 1)."""
+    labels = f'{GPU}, namespace="{namespace}", pod="{pod}"'
+    before, after = f"_x{start} " if start else "", f" _x{STEPS - end}"
+    count = f"{before}0x{xid_at - start - 1} 1x4 0x{end - xid_at - 5}{after}"
+    return [{"series": f"DCGM_FI_DEV_GPU_TEMP{{{labels}}}", "values": f"{before}60x{end - start - 1}{after}"},
+            {"series": f'DCGM_EXP_XID_ERRORS_COUNT{{{labels}, xid="31"}}', "values": count}]
+
+
+@pytest.fixture(scope="module")
+def rule_files(tmp_path_factory) -> list[str]:
+    """The single-server rule files the counts live in, in their rendered order."""
+    plan = artifacts.plan(bundled_catalog_dir(), None, None)
+    folder = tmp_path_factory.mktemp("counts")
+    paths = []
+    for f in plan.rules.files:
+        if f.path.endswith(("prometheus/recording.yaml", "prometheus/health.yaml", "prometheus/fleet.yaml")):
+            path = folder / Path(f.path).name
+            path.write_text(next(a.text for a in plan.artifacts if a.path == f.path))
+            paths.append(str(path))
+    return paths
+
+
+def _replay(promtool: str, rule_files: list[str], tmp_path: Path, series: list[dict], checks: list[dict]) -> None:
+    order = [g["name"] for p in rule_files for g in yaml.safe_load(Path(p).read_text())["groups"]]
+    test = {"rule_files": rule_files, "evaluation_interval": "1m", "group_eval_order": order,
+            "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": checks}]}
+    path = live_rules.write_pruned(test, tmp_path / "test.yaml")
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("first,second,fires", [
+    (("ml", "resnet-worker-2"), ("speech", "whisper-worker-0"), True),  # two teams, two jobs
+    (("ml", "resnet-worker-2"), ("ml", "bert-worker-1"), True),  # one team's two jobs
+    (("team-a", "train-worker-2"), ("team-b", "train-worker-0"), True),  # two teams' jobs of one name
+    (("ml", "resnet-worker-2"), ("ml", "resnet-worker-5"), False),  # one job, its ranks rescheduled from a checkpoint
+], ids=["two-teams", "one-team", "one-name", "one-job-rescheduled"])
+def test_a_repeated_xid_counts_the_jobs_it_hit(rule_files, promtool, tmp_path, first, second, fires):
+    series = _job(*first, 0, 90, 30) + _job(*second, 100, STEPS, 200)
+    alert = 'ALERTS{alertname="GPUXIDSameGPUAcrossJobs", alertstate="firing"}'
+    checks = [{"expr": f"count({alert}) or vector(0)", "eval_time": "210m",
+               "exp_samples": [{"labels": "{}", "value": 1 if fires else 0}]},
+              {"expr": f"count({alert}) or vector(0)", "eval_time": "190m",  # before the second XID: one job
+               "exp_samples": [{"labels": "{}", "value": 0}]}]
+    _replay(promtool, rule_files, tmp_path, series, checks)
+
+
+def _draining(cluster_gpus: int, draining: list[tuple[str, str, str]]) -> list[dict]:
+    """A cluster of 4-GPU nodes (gpu:dcgm_reporting:timestamp of each GPU) and firing drain alerts, each
+    (failure mode, node, gpu), for an hour."""
+    series = [{"series": f'gpu:dcgm_reporting:timestamp{{cluster="c1", Hostname="n{k // 4}", gpu="{k % 4}", '
+                         f'UUID="GPU-{k}", modelName="NVIDIA H100 80GB HBM3"}}', "values": "0+60x60"}
+              for k in range(cluster_gpus)]
+    series += [{"series": f'ALERTS{{alertname="X", alertstate="firing", action="drain", severity="critical", '
+                          f'failure_mode="{mode}", cluster="c1", Hostname="{node}", gpu="{gpu}"}}', "values": "1x60"}
+               for mode, node, gpu in draining]
+    return series
+
+
+@pytest.mark.parametrize("draining,fires", [
+    ([("gpu_lost", f"n{k}", "0") for k in range(3)], True),  # GPU 0 of three nodes: three GPUs, 3/16
+    ([("gpu_lost", "n0", str(k)) for k in range(3)], True),  # three GPUs of one node
+    ([("gpu_lost", "n0", "0"), ("ecc_uncorrectable", "n0", "0"), ("gpu_lost", "n1", "1")], False),  # two GPUs
+], ids=["one-index-three-nodes", "three-gpus-one-node", "two-alerts-one-gpu"])
+def test_capacity_counts_each_draining_gpu_once(rule_files, promtool, tmp_path, draining, fires):
+    """Sixteen GPUs; three draining are the cluster's minimum (min_gpus 3) and over a tenth of it (fraction 0.1)."""
+    alert = 'ALERTS{alertname="GPUFleetCapacityDegraded", alertstate="firing"}'
+    checks = [{"expr": f"count({alert}) or vector(0)", "eval_time": "30m",
+               "exp_samples": [{"labels": "{}", "value": 1 if fires else 0}]}]
+    _replay(promtool, rule_files, tmp_path, _draining(16, draining), checks)
