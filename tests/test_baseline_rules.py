@@ -202,6 +202,16 @@ def test_peers_are_gpus_of_the_same_model(tmp_path, promtool):
     promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", series, checks)
 
 
+def test_a_gpu_hot_among_its_own_node_is_judged_by_its_node_peers_and_the_fleets(tmp_path, promtool):
+    """One GPU of an 8-GPU node 10 C over its seven siblings (~60 C) beside the twelve cool H100s: both its node's
+    peers and the fleet's see it (a deviation record of each level), and only it."""
+    temps = {**COOL, "p06": (59, 60, 60, 61, 59, 60, 60, 70)}
+    z = 'count by (Hostname, gpu) (gpu:dcgm_baseline_deviation:z{{baseline="{}", signal="gpu_temp"}})'
+    checks = [{"expr": z.format(level), "eval_time": "40m", "exp_samples": [{"labels": '{Hostname="p06", gpu="7"}', "value": 1}]}
+              for level in ("node_peers", "fleet_peers")]
+    promtool_test(promtool, tmp_path, render_rules(tmp_path), "1m", fleet(temps, 60), checks)
+
+
 def test_a_heavier_load_than_the_gpus_own_history_explains_its_heat(tmp_path, promtool):
     """Seven days at 60 C and 600 W (hourly samples), then 75 C on two GPUs: z = 15 C / 2 C floor = 7.5 against
     their own history. GPU 0 draws 650 W (8% above its usual power: the same load, within same_load_ratio 0.1), so
