@@ -98,6 +98,12 @@ UNKNOWN_KEY = ("    def done(self) -> None:\n        known = sorted(self.seen)\n
 
 DASH_CONTEXT = "rulesgen/builders/dashboards/context.py"
 
+XID_JOBS = "            group by ([[ gpu ]], xid, [[ ns ]], workload) (\n"
+DRAINING_GPUS = "count by ([[ fleet ]]) (max by ([[ fleet ]], [[ host ]], gpu) (ALERTS{alertstate=\"firing\", action=\"drain\"}))\n              / on"
+XID31_JOB = ("      group by ([[ gpu_id ]], [[ ns ]], [[ pod ]])\n"
+             "      (topk by ([[ gpu_id ]]) (1, last_over_time(gpu:dcgm_xid:onset{xid=~\"[[ xid.application ]]\"}")
+NODE_PEERS = '(("node", (*s.node_labels, "modelName", "signal"), t["node_peers_min"]),'
+
 
 PLANTS = [
     Plant("ECC DBE alert: volatile count compared < 0, not > 0", FM,
@@ -218,6 +224,15 @@ PLANTS = [
           'ALERT_SERIES = ("ALERTS_FOR_STATE",)'),
     Plant("SLO burn alerts: the short window's check dropped (a burn that stopped still pages for the long window)",
           "rulesgen/builders/slos.py", 'f"  and {ratio_record(slo, tier.short)} / {budget} > {factor}\\n)")', 'f")")'),
+    # 2026-12-02 (later): found by the by-labels sweep (--sweep by-labels), each passed every test before
+    Plant("xid_same_gpu_across_jobs: jobs counted by workload alone (one name in two teams is one job)", FM,
+          XID_JOBS, XID_JOBS.replace("[[ ns ]], ", "")),
+    Plant("fleet_capacity_degraded: draining GPUs counted without their node (GPU 0 of three nodes is one)", FM,
+          DRAINING_GPUS, DRAINING_GPUS.replace("[[ host ]], gpu", "gpu")),
+    Plant("xid_same_gpu_across_jobs: the text's job query loses the pod (names no job)", FM,
+          XID31_JOB, XID31_JOB.replace(", [[ pod ]])", ")")),
+    Plant("baselines: the node peers' statistics without modelName (their joins match nothing)",
+          "rulesgen/builders/baselines.py", NODE_PEERS, NODE_PEERS.replace('"modelName", ', "")),
 ]
 
 
