@@ -95,3 +95,19 @@ def test_capacity_counts_each_draining_gpu_once(rule_files, promtool, tmp_path, 
     checks = [{"expr": f"count({alert}) or vector(0)", "eval_time": "30m",
                "exp_samples": [{"labels": "{}", "value": 1 if fires else 0}]}]
     _replay(promtool, rule_files, tmp_path, _draining(16, draining), checks)
+
+
+def test_each_exporters_xid_series_gives_the_code(rule_files, promtool, tmp_path):
+    """An XID reaches the alerts with its code as the label xid, whichever series the exporter sends: the windowed
+    DCGM_EXP_XID_ERRORS_COUNT (>= 3.4), the counter DCGM_EXP_XID_ERRORS_TOTAL that increases (>= 4.8.3), or one
+    born at its first event on a GPU that reported before. XID 119 at 11m on GPUs 0, 1 and 2 of one node."""
+    def gpu(k: int) -> str:
+        return f'job="dcgm-exporter", Hostname="n1", gpu="{k}", UUID="GPU-{k}", modelName="NVIDIA H100 80GB HBM3"'
+    series = [{"series": f"DCGM_FI_DEV_GPU_TEMP{{{gpu(k)}}}", "values": "60x25"} for k in range(3)]
+    series += [{"series": f"DCGM_EXP_XID_ERRORS_COUNT{{{gpu(0)}}}", "values": "0x25"},
+               {"series": f'DCGM_EXP_XID_ERRORS_COUNT{{{gpu(0)}, xid="119"}}', "values": "0x10 1x4 0x10"},
+               {"series": f'DCGM_EXP_XID_ERRORS_TOTAL{{{gpu(1)}, xid="119"}}', "values": "1x10 2x14"},
+               {"series": f'DCGM_EXP_XID_ERRORS_TOTAL{{{gpu(2)}, xid="119"}}', "values": "_x11 1x13"}]
+    checks = [{"expr": "count by (gpu, xid) (gpu:dcgm_xid:recent)", "eval_time": "13m",
+               "exp_samples": [{"labels": f'{{gpu="{k}", xid="119"}}', "value": 1} for k in range(3)]}]
+    _replay(promtool, rule_files, tmp_path, series, checks)

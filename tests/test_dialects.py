@@ -40,6 +40,7 @@ ALL_CELLS = [
     ("baseline-normal-job-change", "exporter-4.9"),
     ("gpu-lost-xid79", "xid-count"),
     ("xid-31-mmu-fault", "xid-count"),
+    ("xid-119-gsp-timeout", "xid-total"),
     ("power-anomaly-hw-brake", "clock-count"),
     ("normal-thermal-touch", "clock-count"),
     ("nvlink-errors-crc-replay", "nvlink-entity+hostname"),
