@@ -56,6 +56,7 @@ ALL_CELLS = [
 QUICK = [
     ("thermal-throttling-cooling-failure", "exporter-4.9"),
     ("gpu-lost-xid79", "xid-count"),
+    ("xid-119-gsp-timeout", "xid-total"),
     ("power-anomaly-hw-brake", "clock-count"),
     ("nvlink-errors-crc-replay", "nvlink-entity+hostname"),
     ("ecc-uncorrectable-dbe", "exporter-4.8.2"),
