@@ -107,6 +107,10 @@ def test_label_flow_follows_matching_and_aggregation():
     # absent() is one series with its selector's equality matchers (what `{{ $labels.job }}` of such an alert reads)
     assert carried('absent(up{job="x", instance=~"y"})') == ["job"] == carried('absent_over_time(gpu:x:info{job="x"}[5m])')
     assert not label_flow.output_labels('absent(up{job="x"})', records).open and carried("absent(sum(up))") == []
+    # group_left/right copy a listed label from the one side only where it has it (else Prometheus sets it empty)
+    assert carried("max by (gpu) (up) * on (gpu) group_left (pod, xid) gpu:x:info") == ["gpu", "pod"]
+    assert carried("gpu:x:info - on (gpu) group_right (pod) max by (gpu, pod) (up)") == ["gpu", "pod"]
+    assert carried("max by (gpu) (up) - on (gpu) group_right (pod) gpu:x:info") == ["gpu"]
 
 
 def test_lint_flags_a_hardware_alert_that_names_the_pod(tmp_path):

@@ -4,7 +4,7 @@ alert-identity check: a hardware alert must not carry a label that changes while
 A raw series passed through unaggregated can carry any label its exporter or the scrape adds (`open`);
 an aggregation `by (...)` keeps those labels only; a one-to-one match `on (...)` keeps the matching
 labels (Prometheus' resultMetric), `ignoring (...)` drops them; `group_left (...)`/`group_right (...)`
-keep the many side's labels and copy the listed ones; `and`/`unless` keep the left side's, `or` either
+keep the many side's labels and copy the listed ones the one side can carry; `and`/`unless` keep the left side's, `or` either
 side's; label_replace/label_join add their target label; absent() carries those its selector's equality
 matchers fix. One alert's own ALERTS series (an exact `alertname` matcher: an alert held while it is
 silenced reads itself back) carry only that alert's labels. A recording rule's labels are those of the expressions that write it (`records`); a name
@@ -122,9 +122,9 @@ def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | 
             return lhs
         m = e.modifier
         if m is not None and m.card == pp.VectorMatchCardinality.ManyToOne:
-            return lhs.plus(*(m.group_labels or ()))
+            return copied(lhs, rhs, m.group_labels or ())
         if m is not None and m.card == pp.VectorMatchCardinality.OneToMany:
-            return rhs.plus(*(m.group_labels or ()))
+            return copied(rhs, lhs, m.group_labels or ())
         if m is not None and m.matching is not None:
             if m.matching.type == pp.LabelModifierType.Include:
                 return lhs.keep(m.matching.labels)
@@ -132,6 +132,12 @@ def output_labels(expr: Expr | str, records: Callable[[str], LabelSet | None] | 
         return lhs
 
     return walk(as_tree(expr))
+
+
+def copied(many: LabelSet, one: LabelSet, labels) -> LabelSet:
+    """group_left/group_right (labels): the many side's labels, each listed one taken from the one side (set
+    empty, so dropped, where the one side lacks it)."""
+    return many.minus(labels).plus(*(label for label in labels if one.can_carry(label)))
 
 
 def _equalities(vs) -> LabelSet:
