@@ -118,3 +118,32 @@ def write_pruned(doc: dict, path: Path, folder: Path | None = None) -> Path:
     else beside it) as JSON, which is YAML to both engines; returns the path."""
     path.write_text(json.dumps(pruned(doc, folder or path.parent)))
     return path
+
+
+def bundled_rule_files(folder: Path, names: tuple[str, ...], config: Path | None = None) -> list[str]:
+    """The single-server rule files of the bundled catalog's render (with `config`) whose names are among `names`
+    (e.g. "recording.yaml"), written into folder, in their rendered order."""
+    from rulesgen import artifacts
+    from rulesgen.catalog import bundled_catalog_dir
+    plan = artifacts.plan(bundled_catalog_dir(), config, None)
+    paths = []
+    for f in plan.rules.files:
+        if f.path.startswith("alerts/prometheus/") and Path(f.path).name in names:
+            path = folder / Path(f.path).name
+            path.write_text(next(a.text for a in plan.artifacts if a.path == f.path))
+            paths.append(str(path))
+    return paths
+
+
+def promtool_expr_test(promtool: str, rule_files: list[str], folder: Path, interval: str, series: list[dict],
+                       checks: list[dict]) -> None:
+    """promtool's unit test of `checks` (promql_expr_test) over `series`, on the live rules of rule_files, the
+    groups in their files' order (without group_eval_order promtool 2.42 runs them in Go map order)."""
+    import subprocess
+    import yaml
+    order = [g["name"] for p in rule_files for g in yaml.safe_load(Path(p).read_text())["groups"]]
+    test = {"rule_files": rule_files, "evaluation_interval": interval, "group_eval_order": order,
+            "tests": [{"interval": interval, "input_series": series, "promql_expr_test": checks}]}
+    path = write_pruned(test, folder / "test.yaml")
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -4,13 +4,10 @@ expected values are exact; the long realistic scenarios are in fixtures/scenario
 The z checked is the alert's own (builders/baselines.py history_z, which the dashboards also draw)."""
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-import yaml
 
 import live_rules
-from rulesgen import artifacts
 from rulesgen.builders import baselines
 from rulesgen.catalog import bundled_catalog_dir
 from rulesgen.load.settings import Settings
@@ -25,14 +22,7 @@ def render_rules(tmp_path: Path, config: str = "") -> list[str]:
     if config:
         cfg = tmp_path / "rulesgen.yaml"
         cfg.write_text(config)
-    plan = artifacts.plan(bundled_catalog_dir(), cfg, None)
-    paths = []
-    for f in plan.rules.files:
-        if f.path.endswith(("recording.yaml", "baselines.yaml")):
-            path = tmp_path / Path(f.path).name
-            path.write_text(next(a.text for a in plan.artifacts if a.path == f.path))
-            paths.append(str(path))
-    return paths
+    return live_rules.bundled_rule_files(tmp_path, ("recording.yaml", "baselines.yaml"), cfg)
 
 
 def steady(temp_values: str, n: int) -> list[dict]:
@@ -47,15 +37,7 @@ def steady(temp_values: str, n: int) -> list[dict]:
 
 
 def promtool_test(promtool: str, tmp_path: Path, rule_files: list[str], interval: str, series: list[dict], checks: list[dict]) -> None:
-    # Without group_eval_order promtool 2.42 evaluates groups in random (Go map) order.
-    # The rendered order (the files' groups in order, as `rulesgen render` writes group_eval_order).
-    order = [g["name"] for p in rule_files for g in yaml.safe_load(Path(p).read_text())["groups"]]
-    test = {"rule_files": rule_files, "evaluation_interval": interval, "group_eval_order": order,
-            "tests": [{"interval": interval, "input_series": series, "promql_expr_test": checks}]}
-    path = tmp_path / "test.yaml"
-    live_rules.write_pruned(test, path)  # the rules live on these inputs (tests/live_rules.py)
-    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    live_rules.promtool_expr_test(promtool, rule_files, tmp_path, interval, series, checks)
 
 
 def one(expr: str, at: str, value: float) -> dict:

@@ -6,18 +6,17 @@
   and under a second at 3h20m (NVSentinel's RepeatedXID31OnSameGPU: two jobs in 24 hours).
 - fleet_capacity_degraded counts the GPUs with a firing drain alert: a GPU is its node and its index, so GPU 0
   of three nodes is three GPUs, and a GPU with two drain alerts is one.
+- straggler compares a busy GPU's SM clock with the median of its job's GPUs of its model, or, without a job,
+  of its node's: each of the two paths finds a slow GPU, and GPUs of two models in one job or node (an A100 at
+  its 1410 MHz beside H100s at 1980 MHz) are no stragglers.
 """
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 import live_rules
-from rulesgen import artifacts
-from rulesgen.catalog import bundled_catalog_dir
 
 GPU = 'job="dcgm-exporter", Hostname="n1", gpu="2", UUID="GPU-2", modelName="NVIDIA H100 80GB HBM3"'
 STEPS = 240  # 4 hours at 1m
@@ -36,24 +35,11 @@ def _job(namespace: str, pod: str, start: int, end: int, xid_at: int) -> list[di
 @pytest.fixture(scope="module")
 def rule_files(tmp_path_factory) -> list[str]:
     """The single-server rule files the counts live in, in their rendered order."""
-    plan = artifacts.plan(bundled_catalog_dir(), None, None)
-    folder = tmp_path_factory.mktemp("counts")
-    paths = []
-    for f in plan.rules.files:
-        if f.path.endswith(("prometheus/recording.yaml", "prometheus/health.yaml", "prometheus/fleet.yaml")):
-            path = folder / Path(f.path).name
-            path.write_text(next(a.text for a in plan.artifacts if a.path == f.path))
-            paths.append(str(path))
-    return paths
+    return live_rules.bundled_rule_files(tmp_path_factory.mktemp("counts"), ("recording.yaml", "health.yaml", "efficiency.yaml", "fleet.yaml"))
 
 
 def _replay(promtool: str, rule_files: list[str], tmp_path: Path, series: list[dict], checks: list[dict]) -> None:
-    order = [g["name"] for p in rule_files for g in yaml.safe_load(Path(p).read_text())["groups"]]
-    test = {"rule_files": rule_files, "evaluation_interval": "1m", "group_eval_order": order,
-            "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": checks}]}
-    path = live_rules.write_pruned(test, tmp_path / "test.yaml")
-    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    live_rules.promtool_expr_test(promtool, rule_files, tmp_path, "1m", series, checks)
 
 
 @pytest.mark.parametrize("first,second,fires", [
@@ -110,4 +96,32 @@ def test_each_exporters_xid_series_gives_the_code(rule_files, promtool, tmp_path
                {"series": f'DCGM_EXP_XID_ERRORS_TOTAL{{{gpu(2)}, xid="119"}}', "values": "_x11 1x13"}]
     checks = [{"expr": "count by (gpu, xid) (gpu:dcgm_xid:recent)", "eval_time": "13m",
                "exp_samples": [{"labels": f'{{gpu="{k}", xid="119"}}', "value": 1} for k in range(3)]}]
+    _replay(promtool, rule_files, tmp_path, series, checks)
+
+
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
+
+
+def _busy(host: str, gpu: int, model: str, mhz: int, pod: str = "") -> list[dict]:
+    """A busy GPU (GPU_UTIL 100%) at a steady SM clock for 30 minutes, in pod `pod` of namespace ml if given."""
+    labels = f'job="dcgm-exporter", Hostname="{host}", gpu="{gpu}", UUID="GPU-{host}-{gpu}", modelName="{model}"'
+    labels += f', namespace="ml", pod="{pod}"' if pod else ""
+    return [{"series": f"DCGM_FI_DEV_{name}{{{labels}}}", "values": f"{value}x30"}
+            for name, value in (("GPU_TEMP", 60), ("GPU_UTIL", 100), ("SM_CLOCK", mhz))]
+
+
+def test_a_straggler_is_slow_among_its_own_models_peers(rule_files, promtool, tmp_path):
+    """Four places, each GPU steady for 30 minutes: job `train`, five H100s on five nodes (so no node has peers),
+    the one on j4 at 1400 MHz; node m0, eight H100s without a job, GPU 7 at 1400 MHz; job `mixed`, five H100s and
+    four A100s at their own full clocks on nine nodes; node x0, five H100s and four A100s without a job. The two
+    slow GPUs are stragglers, by their job's and by their node's peers; nothing of the mixed job or node is."""
+    series = [s for k in range(5) for s in _busy(f"j{k}", 0, H100, 1400 if k == 4 else 1980, f"train-worker-{k}")]
+    series += [s for k in range(8) for s in _busy("m0", k, H100, 1400 if k == 7 else 1980)]
+    series += [s for k in range(9) for s in _busy(f"y{k}", 0, H100 if k < 5 else A100, 1980 if k < 5 else 1410,
+                                                  f"mixed-worker-{k}")]
+    series += [s for k in range(9) for s in _busy("x0", k, H100 if k < 5 else A100, 1980 if k < 5 else 1410)]
+    alert = 'ALERTS{alertname="GPUStraggler", alertstate="firing"}'
+    checks = [{"expr": f"count by (Hostname, gpu) ({alert})", "eval_time": "25m",
+               "exp_samples": [{"labels": '{Hostname="j4", gpu="0"}', "value": 1},
+                               {"labels": '{Hostname="m0", gpu="7"}', "value": 1}]}]
     _replay(promtool, rule_files, tmp_path, series, checks)
