@@ -6,6 +6,8 @@
   and under a second at 3h20m (NVSentinel's RepeatedXID31OnSameGPU: two jobs in 24 hours).
 - fleet_capacity_degraded counts the GPUs with a firing drain alert: a GPU is its node and its index, so GPU 0
   of three nodes is three GPUs, and a GPU with two drain alerts is one.
+- gpu_lost and exporter_down judge each node by its own exporter, found by the instance it is scraped at: GPUs
+  gone silent on several nodes whose exporters still answer are each lost, several exporters down each down.
 - straggler compares a busy GPU's SM clock with the median of its job's GPUs of its model, or, without a job,
   of its node's: each of the two paths finds a slow GPU, and GPUs of two models in one job or node (an A100 at
   its 1410 MHz beside H100s at 1980 MHz) are no stragglers.
@@ -124,4 +126,28 @@ def test_a_straggler_is_slow_among_its_own_models_peers(rule_files, promtool, tm
     checks = [{"expr": f"count by (Hostname, gpu) ({alert})", "eval_time": "25m",
                "exp_samples": [{"labels": '{Hostname="j4", gpu="0"}', "value": 1},
                                {"labels": '{Hostname="m0", gpu="7"}', "value": 1}]}]
+    _replay(promtool, rule_files, tmp_path, series, checks)
+
+
+def test_each_node_is_judged_by_its_own_exporter(rule_files, promtool, tmp_path):
+    """Seven nodes of two GPUs, each scraped at its own instance; at 10m GPU 1 of n0-n2 stops reporting, every GPU
+    of n3 and n4 stops while their exporters keep answering, and the exporters of n5 and n6 go down. Each lost GPU
+    is lost (and stays so past the 3 hours its last report is remembered for), each exporter down is down: a
+    node's exporter found by the instance it is scraped at, never another node's."""
+    series = []
+    for k in range(7):
+        series.append({"series": f'up{{job="dcgm-exporter", instance="10.0.0.{k}:9400"}}',
+                       "values": "1x10 0x230" if k >= 5 else "1x240"})
+        for gpu in (0, 1):
+            labels = (f'job="dcgm-exporter", instance="10.0.0.{k}:9400", Hostname="n{k}", gpu="{gpu}", '
+                      f'UUID="GPU-{k}-{gpu}", modelName="{H100}"')
+            silent = k >= 3 or gpu == 1
+            series += [{"series": f"DCGM_FI_DEV_{name}{{{labels}}}", "values": f"{value}x{10 if silent else 240}"}
+                       for name, value in (("GPU_TEMP", 60), ("POWER_USAGE", 300))]
+    lost = [{"labels": f'{{Hostname="n{k}", gpu="{gpu}"}}', "value": 1} for k in range(5) for gpu in (0, 1)
+            if k >= 3 or gpu == 1]
+    down = [{"labels": f'{{Hostname="n{k}"}}', "value": 1} for k in (5, 6)]
+    firing = 'count by (Hostname{}) (ALERTS{{alertname="{}", alertstate="firing"}})'
+    checks = [{"expr": firing.format(", gpu", "GPULost"), "eval_time": at, "exp_samples": lost} for at in ("25m", "230m")]
+    checks.append({"expr": firing.format("", "GPUExporterDown"), "eval_time": "25m", "exp_samples": down})
     _replay(promtool, rule_files, tmp_path, series, checks)
