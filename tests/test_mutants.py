@@ -38,3 +38,21 @@ def test_each_plant_is_caught_missed_or_stale_in_a_copy_removed_afterwards(tmp_p
         0: ("fails", "tests/test_f.py::test_x")}
     assert (repo / "f.txt").read_text() == "a = 1\nc = 1\n"
     assert len(git(repo, "worktree", "list").splitlines()) == 1
+
+
+def test_the_by_labels_sweep_drops_each_label_of_each_aggregation_once(tmp_path):
+    """--sweep by-labels: one plant per label of each aggregation's by (...) in the catalog's expressions (not
+    prose); a line that occurs twice is planted with the lines after it, so each plant applies exactly once."""
+    (tmp_path / "catalog").mkdir()
+    for name in mutants.SWEPT:
+        (tmp_path / name).write_text("")
+    (tmp_path / mutants.FM).write_text("expr: |\n  max by ([[ gpu ]], xid) (a)\n  > 0\n"
+                                       "expr: |\n  max by ([[ gpu ]], xid) (a)\n  > 1\n"
+                                       "description: counted by (gpu) in prose\n")
+    plants = mutants.by_label_plants(tmp_path)
+    text = (tmp_path / mutants.FM).read_text()
+    assert [p.new.splitlines()[0] for p in plants] == ["  max by (xid) (a)", "  max by ([[ gpu ]]) (a)"] * 2
+    assert [p.old for p in plants] == ["  max by ([[ gpu ]], xid) (a)\n  > 0\n"] * 2 + ["  max by ([[ gpu ]], xid) (a)\n  > 1\n"] * 2
+    assert all(text.count(p.old) == 1 for p in plants)
+    # the catalog's own: every plant applies to the file as it is
+    assert all((ROOT / p.path).read_text().count(p.old) == 1 for p in mutants.by_label_plants())
