@@ -203,3 +203,19 @@ def test_the_host_variable_reads_a_record_that_normalises_every_host_label(dashb
     normalised = re.findall(r'label_replace\(.*?"(\w+)", "\$1", "(\w+)", "\(\.\+\)"\)', reporting, re.S)
     assert {(s.host_label, alias) for alias in s.host_aliases} <= set(normalised), normalised
     assert "hostname" in s.host_aliases and s.host_label == "Hostname"
+
+
+def test_every_legend_reads_labels_its_query_carries(dashboards):
+    """A legend's {{label}} is a label its query's series can carry (the rules' label sets): a label dropped from a
+    record's aggregation would draw an unnamed series ("c1  SM active")."""
+    p = bundled_plan()
+    records = label_flow.record_labels([(r.record, r.expr) for r in p.rules.rules if r.record])
+    legends = 0
+    for path, d in sorted(dashboards.items()):
+        for panel in data_panels(d):
+            for t in panel.get("targets", []):
+                expr = re.sub(r"\$__\w+", "5m", t.get("expr", ""))
+                for label in re.findall(r"\{\{\s*(\w+)\s*\}\}", t.get("legendFormat", "")):
+                    legends += 1
+                    assert label_flow.output_labels(expr, records).can_carry(label), (path, panel["title"], label, expr)
+    assert legends >= 100, legends

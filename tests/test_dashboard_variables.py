@@ -148,3 +148,12 @@ def test_a_cluster_selected_shows_only_that_cluster(server):
     assert not counted, "panels that count other clusters than the one selected:\n" + "\n".join(counted)
     named = sum("$cluster" in expr for _, _, expr, _ in queries)
     assert 2 * shown >= named and every == shown, (named, shown, every)
+
+
+def test_every_panel_of_the_exporter_targets_draws_them(server):
+    """A panel of `up` (an exporter target: no GPU labels) draws its targets under "All"; joined on a GPU's
+    identity, as a GPU row's series are, it would draw nothing, ever."""
+    prom, queries, at = server
+    targets = [(dashboard, title, expr) for dashboard, title, expr, _ in queries if re.match(r"\(*up\{", expr)]
+    empty = [f"{dashboard} {title!r}: {expr[:200]}" for dashboard, title, expr in targets if not _results(prom, _with(expr), at)]
+    assert targets and not empty, "panels of the exporter targets that draw nothing:\n" + "\n".join(empty)

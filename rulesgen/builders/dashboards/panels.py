@@ -88,12 +88,18 @@ def firing_alerts_panel(ctx: Context, modes: list[FailureMode]) -> TimeSeries:
                        [target(expr, "{{failure_mode}}")], runbook_link(ctx, None), stacked=True)
 
 
+def _of_gpus(expr: str) -> bool:
+    """Whether expr reads a per-GPU series (an exporter field or a gpu: record), so the GPU variables can select
+    from it; an exporter target's `up` has no GPU to select (joined on the GPU's identity it would draw nothing)."""
+    return any(level(s.name) in ("gpu", "raw") for s in promql_tree.selectors(expr) if s.name)
+
+
 def comparison_panel(ctx: Context, fm: FailureMode, c: Comparison, title: str, legend: str) -> TimeSeries:
     def query(expr: str) -> str:
         expr = ctx.filtered(one_line(expr), fm.scope)
-        return ctx.selected_gpus(expr) if fm.scope == "gpu" else expr
+        return ctx.selected_gpus(expr) if fm.scope == "gpu" and _of_gpus(expr) else expr
 
-    targets = [target(query(c.lhs), legend)]
+    targets = [target(query(c.lhs), legend if _of_gpus(c.lhs) or fm.scope != "gpu" else "{{instance}}")]
     reference = c.value is None
     if reference:
         per_model = fm.scope == "gpu" and any(level(n) == "model" for n in promql_tree.recorded_names(c.rhs))

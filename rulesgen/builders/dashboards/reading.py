@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...model import conventions
 from ...model.catalog import FailureMode, Threshold
+from ...promql import labels as label_flow
 from ...promql import printer as promql_print
 from ...promql import tree as promql_tree
 from .context import Context
@@ -56,7 +57,8 @@ def alert_reading(ctx: Context, fm: FailureMode) -> AlertReading:
             found.setdefault(lhs, Comparison(lhs, c.op, promql_print.to_text(c.rhs, marked.value_text), threshold, value,
                                              severity, alert))
         records += [r for r in promql_tree.recorded_names(tree) if r not in records]
+        carried = label_flow.output_labels(tree, ctx.record_labels)  # not an inner grouping's (instance of a join)
         for kind, labels in promql_tree.grouping(tree):
             if kind == "by":
-                extra += [x for x in labels if x not in known | set(extra)]
+                extra += [x for x in labels if x not in known | set(extra) and carried.can_carry(x)]
     return AlertReading(tuple(found.values()), tuple(records), tuple(extra))
