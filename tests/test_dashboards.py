@@ -18,7 +18,7 @@ import yaml
 from jsonschema import Draft7Validator
 
 from conftest import ROOT
-from dashboard_views import DASHBOARD_IDS
+from dashboard_views import DASHBOARD_IDS, all_panels, dashboards_of
 from rulesgen.builders.dashboards.chapters import SEPARATOR, group_audience
 from rulesgen.model import conventions, kube_state
 from rulesgen.artifacts import plan, write_all
@@ -60,12 +60,6 @@ def counters(bundled):
 # ---------------------------------------------------------------------------------------------
 # helpers: what a dashboard holds, and the checks
 # ---------------------------------------------------------------------------------------------
-
-def all_panels(dashboard):
-    for p in dashboard.get("panels", []):
-        yield p
-        yield from p.get("panels", [])
-
 
 def queries(dashboard):
     """(where, PromQL) of every panel target, annotation and query variable."""
@@ -303,8 +297,7 @@ def regional(tmp_path_factory):
 @pytest.mark.parametrize("which,cluster_label", [("bundled", "cluster"), ("regional", "region")])
 def test_every_alert_dashboard_url_opens_an_existing_failure_mode_panel(request, which, cluster_label):
     bundled = request.getfixturevalue(which)
-    dashboards = {a.path: json.loads(a.text) for a in bundled.artifacts
-                  if a.path.startswith("dashboards/") and a.path.endswith(".json")}
+    dashboards = dashboards_of(bundled)
     by_uid = {d["uid"]: d for d in dashboards.values()}
     links = 0
     for rule in bundled.rules.rules:
