@@ -238,30 +238,42 @@ PLANTS = [
 
 AGGREGATION_BY = re.compile(r"\b(?:sum|max|min|count|avg|group|stddev|stdvar|quantile|topk|bottomk|count_values)"
                             r" by \(([^()]*)\)")
+MATCHING = re.compile(r"\b(?:on|ignoring|group_left|group_right) \(([^()]*\S[^()]*)\)")
 SWEPT = ("catalog/failure_modes.yaml", "catalog/signals.yaml", "catalog/baselines.yaml")
 
 
-def by_label_plants(root: Path = ROOT) -> list[Plant]:
-    """The by-labels sweep: one plant per label (or label macro) of each aggregation's by (...) in the catalog's
-    expressions, that label dropped. Generated from the catalog as it is, so it grows with it."""
+def label_plants(clause: re.Pattern, root: Path = ROOT) -> list[Plant]:
+    """One plant per label (or label macro) of each `clause` in the catalog's expressions (not its comments),
+    that label dropped. Generated from the catalog as it is, so it grows with it."""
     plants = []
     for rel in SWEPT:
         text = (root / rel).read_text()
         lines = text.splitlines(keepends=True)
         for i, line in enumerate(lines):
-            for m in AGGREGATION_BY.finditer(line):
+            for m in clause.finditer("" if line.lstrip().startswith("#") else line):
                 labels = [label.strip() for label in m.group(1).split(",")]
                 for k, label in enumerate(labels):
                     changed = line[:m.start(1)] + ", ".join(labels[:k] + labels[k + 1:]) + line[m.end(1):]
                     end = i + 1  # the line and as many after it as make the text to replace unique
                     while text.count("".join(lines[i:end])) > 1 and end < len(lines):
                         end += 1
-                    plants.append(Plant(f"{rel}:{i + 1}: {label} dropped from by ({m.group(1)})", rel,
+                    plants.append(Plant(f"{rel}:{i + 1}: {label} dropped from {m.group(0)}", rel,
                                         "".join(lines[i:end]), changed + "".join(lines[i + 1:end])))
     return plants
 
 
-SWEEPS = {"by-labels": by_label_plants}
+def by_label_plants(root: Path = ROOT) -> list[Plant]:
+    """The by-labels sweep: each label of each aggregation's by (...) dropped, one at a time."""
+    return label_plants(AGGREGATION_BY, root)
+
+
+def matching_label_plants(root: Path = ROOT) -> list[Plant]:
+    """The matching-labels sweep: each label of each on (...), ignoring (...), group_left (...) and
+    group_right (...) dropped, one at a time."""
+    return label_plants(MATCHING, root)
+
+
+SWEEPS = {"by-labels": by_label_plants, "matching-labels": matching_label_plants}
 
 
 def plant(copy: Path, p: Plant) -> bool:
@@ -341,8 +353,9 @@ def main(argv=None) -> int:
                              "first failure: a caught plant costs minutes, not make test's whole run)")
     parser.add_argument("--only", help="the plants to run, by number (1-based, comma-separated)")
     parser.add_argument("--sweep", choices=sorted(SWEEPS),
-                        help="plants generated from the catalog instead of the list above (by-labels: each label of "
-                             "each aggregation's by (...) dropped, one at a time)")
+                        help="plants generated from the catalog instead of the list above, one label dropped at a time: "
+                             "by-labels, of each aggregation's by (...); matching-labels, of each on (...), "
+                             "ignoring (...), group_left (...), group_right (...)")
     parser.add_argument("--no-render", dest="render", action="store_false", help="do not re-render the copy")
     parser.add_argument("--list", action="store_true", help="list the plants and exit")
     parser.add_argument("--no-control", dest="control", action="store_false",

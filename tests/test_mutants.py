@@ -56,3 +56,14 @@ def test_the_by_labels_sweep_drops_each_label_of_each_aggregation_once(tmp_path)
     assert all(text.count(p.old) == 1 for p in plants)
     # the catalog's own: every plant applies to the file as it is
     assert all((ROOT / p.path).read_text().count(p.old) == 1 for p in mutants.by_label_plants())
+
+
+def test_the_matching_labels_sweep_drops_each_label_of_each_match_but_not_in_comments(tmp_path):
+    (tmp_path / "catalog").mkdir()
+    for name in mutants.SWEPT:
+        (tmp_path / name).write_text("")
+    (tmp_path / mutants.FM).write_text("# a * on (gpu) b, in a comment\nexpr: a * on (gpu, UUID) group_left (pod) b\n")
+    assert [p.new for p in mutants.matching_label_plants(tmp_path)] == [
+        "expr: a * on (UUID) group_left (pod) b\n", "expr: a * on (gpu) group_left (pod) b\n",
+        "expr: a * on (gpu, UUID) group_left () b\n"]
+    assert all((ROOT / p.path).read_text().count(p.old) == 1 for p in mutants.matching_label_plants())
