@@ -218,7 +218,7 @@ PLANTS = [
     Plant("runbooks: 'What to do' lists the checks again, not the actions", "rulesgen/templates/runbook.md.j2",
           "## What to do\n\n{% for line in fm.runbook.act %}", "## What to do\n\n{% for line in fm.runbook.check %}"),
     Plant("alerts: the dashboard link no longer selects the alert's node", "rulesgen/builders/rules.py",
-          'if label in (settings.host_label, "gpu"))', 'if label in ("gpu",))'),
+          "settings.host_label: settings.host_label, ", ""),
     Plant("engine fit: rules reading ALERTS no longer put in groups of their own (Prometheus 3 runs theirs serially)",
           "rulesgen/builders/engine_fit.py", 'ALERT_SERIES = ("ALERTS", "ALERTS_FOR_STATE")',
           'ALERT_SERIES = ("ALERTS_FOR_STATE",)'),
